@@ -1,0 +1,62 @@
+"""The sans-IO core: node ids and views, events, effects, the Machine protocol, the wire codec."""
+
+from ringcast.core.effects import (
+    Backpressure,
+    CancelTimer,
+    Deliver,
+    Effect,
+    InstallView,
+    LockGranted,
+    LockReleased,
+    Multicast,
+    Persist,
+    Record,
+    Send,
+    SetTimer,
+)
+from ringcast.core.events import (
+    Event,
+    LockRelease,
+    LockRequest,
+    Received,
+    SendFailed,
+    Start,
+    Stop,
+    Submit,
+    Suspected,
+    TimerFired,
+    Unsuspected,
+)
+from ringcast.core.ids import NodeId, View, check_node_id
+from ringcast.core.machine import Machine, MachineContext
+
+__all__ = [
+    "Backpressure",
+    "CancelTimer",
+    "Deliver",
+    "Effect",
+    "Event",
+    "InstallView",
+    "LockGranted",
+    "LockRelease",
+    "LockReleased",
+    "LockRequest",
+    "Machine",
+    "MachineContext",
+    "Multicast",
+    "NodeId",
+    "Persist",
+    "Received",
+    "Record",
+    "Send",
+    "SendFailed",
+    "SetTimer",
+    "Start",
+    "Stop",
+    "Submit",
+    "Suspected",
+    "TimerFired",
+    "Unsuspected",
+    "View",
+    "check_node_id",
+]

@@ -1,0 +1,132 @@
+"""Effects: everything a protocol machine asks the world to do.
+
+``machine.handle(event, now)`` returns a list of these. The host carries them out:
+sends datagrams, arms timers, hands deliveries and views to the application, writes
+stable storage, and appends ``Record`` effects to the trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ringcast.core.ids import NodeId, View
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Send ``msg`` to ``dst``.
+
+    ``network`` picks one network (redundant rings); ``None`` means every configured
+    network. ``reliable`` asks the reliable-unicast layer stacked under the protocol
+    (Raincore's Transport Manager) to deliver it, or report
+    :class:`~ringcast.core.events.SendFailed`.
+    """
+
+    dst: NodeId
+    msg: Any
+    network: int | None = 0
+    reliable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Multicast:
+    """Send ``msg`` to every node the host knows of (broadcast domain), except self."""
+
+    msg: Any
+    network: int | None = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SetTimer:
+    """Arm (or re-arm) timer ``name`` to fire after ``delay`` nanoseconds."""
+
+    name: str
+    delay: int
+
+
+@dataclass(frozen=True, slots=True)
+class CancelTimer:
+    """Disarm timer ``name`` if it is armed."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Deliver:
+    """Deliver an application message to the application, in ``order``."""
+
+    msg_id: str
+    payload: bytes
+    order: str
+    sender: NodeId = ""
+
+
+@dataclass(frozen=True, slots=True)
+class InstallView:
+    """Install a new configuration (membership view) at this node."""
+
+    view: View
+
+
+@dataclass(frozen=True, slots=True)
+class LockGranted:
+    """The mutual-exclusion lock requested by this node's application is now held."""
+
+
+@dataclass(frozen=True, slots=True)
+class LockReleased:
+    """The lock this node held is released (by the application or forcibly)."""
+
+    reason: str = "released"
+
+
+@dataclass(frozen=True, slots=True)
+class Backpressure:
+    """Flow control toward the application: while ``blocked``, the host holds new submits.
+
+    A protocol whose send queue is full emits ``Backpressure(True)``, and
+    ``Backpressure(False)`` once it has room again; the simulator's workload and the
+    runtime's ``multicast()`` wait in between, so memory stays bounded under any load.
+    """
+
+    blocked: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Persist:
+    """Write ``value`` under ``key`` to stable storage; it survives a crash."""
+
+    key: str
+    value: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """Append a trace event of ``kind`` with protocol-specific ``fields``.
+
+    Fields named like trace columns (``msg``, ``order``, ``view``, ``members``,
+    ``transitional``, ``size``) fill those columns; the rest go to ``detail`` as JSON.
+    """
+
+    kind: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, kind: str, **fields: Any) -> Record:
+        return cls(kind, fields)
+
+
+Effect = (
+    Send
+    | Multicast
+    | SetTimer
+    | CancelTimer
+    | Deliver
+    | InstallView
+    | LockGranted
+    | LockReleased
+    | Backpressure
+    | Persist
+    | Record
+)

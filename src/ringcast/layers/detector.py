@@ -1,0 +1,65 @@
+"""A heartbeat failure detector for the coordinator protocols.
+
+Every ``interval`` nanoseconds the node multicasts a heartbeat. A peer not heard from
+for ``misses`` intervals is suspected (:class:`~ringcast.core.events.Suspected`); a
+later heartbeat from it unsuspects it (:class:`~ringcast.core.events.Unsuspected`).
+Any message from a peer counts as a sign of life (``heard``), not only heartbeats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ringcast.core.codec import wire
+from ringcast.core.effects import Effect, Multicast, SetTimer
+from ringcast.core.events import Event, Suspected, Unsuspected
+from ringcast.core.ids import NodeId
+
+TIMER = "fd:tick"
+
+
+@wire(0x0003)
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """ "I am alive": multicast every interval."""
+
+
+class HeartbeatDetector:
+    """Suspects peers that stay silent for ``misses`` heartbeat intervals."""
+
+    def __init__(self, node_id: NodeId, peers: tuple[NodeId, ...], *, interval: int, misses: int):
+        if interval <= 0:
+            raise ValueError("heartbeat interval must be positive")
+        if misses < 1:
+            raise ValueError("misses must be at least 1")
+        self.node_id = node_id
+        self.interval = interval
+        self.misses = misses
+        self.last_heard: dict[NodeId, int] = {}
+        self.suspected: set[NodeId] = set()
+        self._peers = tuple(p for p in peers if p != node_id)
+        self._started_at = 0
+
+    def start(self, now: int) -> list[Effect]:
+        self._started_at = now
+        return [Multicast(Heartbeat(), None), SetTimer(TIMER, self.interval)]
+
+    def heard(self, src: NodeId, now: int) -> list[Event]:
+        """A sign of life from ``src``; a peer heard for the first time is announced too."""
+        first = src not in self.last_heard and src not in self._peers
+        self.last_heard[src] = now
+        if src in self.suspected or first:
+            self.suspected.discard(src)
+            return [Unsuspected(src)]
+        return []
+
+    def tick(self, now: int) -> tuple[list[Event], list[Effect]]:
+        limit = self.interval * self.misses
+        up: list[Event] = []
+        known = set(self._peers) | set(self.last_heard)
+        for peer in sorted(known):
+            last = self.last_heard.get(peer, self._started_at)
+            if peer not in self.suspected and now - last >= limit:
+                self.suspected.add(peer)
+                up.append(Suspected(peer))
+        return up, [Multicast(Heartbeat(), None), SetTimer(TIMER, self.interval)]

@@ -1,0 +1,169 @@
+"""Reliable unicast: Raincore's Transport Manager (seed 000, section 1.1).
+
+"The Raincore Transport Manager provides the reliable unicast for the transmission of
+the token ... When the Transport Manager fails to deliver a message to a node, it will
+notify the Group Communication Manager." This layer gives, per destination:
+
+- sequence numbers within a sender *incarnation* (a counter persisted at every start,
+  so a restarted sender is never mistaken for a duplicate of its old self);
+- cumulative acknowledgements, duplicate suppression and in-order delivery per peer;
+- retransmission of every unacknowledged message each ``rto`` nanoseconds, and after
+  ``max_tries`` transmissions of the oldest one without progress, failure-on-delivery:
+  a :class:`~ringcast.core.events.SendFailed` for every message still queued to that peer.
+
+Each data frame carries ``base``, the sender's oldest unacknowledged sequence number,
+so a receiver with no state for the sender (it restarted, or never heard of it)
+starts there instead of waiting forever for messages that were acknowledged already.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ringcast.core.codec import wire
+from ringcast.core.effects import CancelTimer, Effect, Persist, Record, Send, SetTimer
+from ringcast.core.events import Event, Received, SendFailed
+from ringcast.core.ids import NodeId
+
+INCARNATION_KEY = "rt.incarnation"
+TIMER_PREFIX = "rt:"
+
+
+@wire(0x0001)
+@dataclass(frozen=True, slots=True)
+class RtData:
+    """A reliable-unicast data frame carrying one message of the layer above."""
+
+    incarnation: int
+    seq: int
+    base: int
+    payload: object
+
+
+@wire(0x0002)
+@dataclass(frozen=True, slots=True)
+class RtAck:
+    """Cumulative ack: every frame of ``incarnation`` below ``next_seq`` has been received."""
+
+    incarnation: int
+    next_seq: int
+
+
+@dataclass
+class _Outbound:
+    next_seq: int = 0
+    unacked: dict[int, Any] = field(default_factory=dict)  # seq -> payload, in seq order
+    tries: int = 0  # transmissions of the oldest unacked frame without progress
+    network: int | None = 0
+
+
+@dataclass
+class _Inbound:
+    incarnation: int
+    expected: int
+    pending: dict[int, Any] = field(default_factory=dict)
+
+
+class ReliableUnicast:
+    """The sans-IO reliable-unicast layer of one node. Driven by :class:`~ringcast.layers.Stack`."""
+
+    def __init__(self, node_id: NodeId, *, rto: int, max_tries: int, storage: dict[str, bytes]):
+        if rto <= 0:
+            raise ValueError("rto must be positive")
+        if max_tries < 1:
+            raise ValueError("max_tries must be at least 1")
+        self.node_id = node_id
+        self.rto = rto
+        self.max_tries = max_tries
+        self.incarnation = int(storage.get(INCARNATION_KEY, b"0")) + 1
+        self._out: dict[NodeId, _Outbound] = {}
+        self._in: dict[NodeId, _Inbound] = {}
+        self.retransmissions = 0
+
+    def start(self) -> list[Effect]:
+        return [Persist(INCARNATION_KEY, str(self.incarnation).encode())]
+
+    # -- sending
+
+    def send(self, dst: NodeId, payload: Any, network: int | None = 0) -> list[Effect]:
+        ob = self._out.get(dst)
+        if ob is None:
+            ob = self._out[dst] = _Outbound()
+        ob.network = network
+        seq = ob.next_seq
+        ob.next_seq += 1
+        was_idle = not ob.unacked
+        ob.unacked[seq] = payload
+        effects: list[Effect] = [
+            Send(dst, RtData(self.incarnation, seq, self._base(ob), payload), network)
+        ]
+        if was_idle:
+            ob.tries = 1
+            effects.append(SetTimer(TIMER_PREFIX + dst, self.rto))
+        return effects
+
+    @staticmethod
+    def _base(ob: _Outbound) -> int:
+        return next(iter(ob.unacked)) if ob.unacked else ob.next_seq
+
+    def on_timer(self, name: str) -> tuple[list[Event], list[Effect]]:
+        dst = name[len(TIMER_PREFIX) :]
+        ob = self._out.get(dst)
+        if ob is None or not ob.unacked:
+            return [], []
+        if ob.tries >= self.max_tries:
+            failed = list(ob.unacked.values())
+            ob.unacked.clear()
+            ob.tries = 0
+            up: list[Event] = [SendFailed(dst, p) for p in failed]
+            return up, [Record.of("send_failed", dst=dst, messages=len(failed))]
+        ob.tries += 1
+        base = self._base(ob)
+        effects: list[Effect] = []
+        for seq, payload in ob.unacked.items():
+            effects.append(Send(dst, RtData(self.incarnation, seq, base, payload), ob.network))
+            self.retransmissions += 1
+        effects.append(SetTimer(name, self.rto))
+        return [], effects
+
+    # -- receiving
+
+    def on_data(self, src: NodeId, frame: RtData, network: int) -> tuple[list[Event], list[Effect]]:
+        ib = self._in.get(src)
+        if ib is None or frame.incarnation > ib.incarnation:
+            ib = self._in[src] = _Inbound(frame.incarnation, frame.base)
+        elif frame.incarnation < ib.incarnation:
+            return [], []  # a frame from an older incarnation of src: it is gone
+        if frame.base > ib.expected:
+            # The sender gave up on (or had acked) everything below base: skip ahead.
+            ib.expected = frame.base
+            ib.pending = {s: p for s, p in ib.pending.items() if s >= frame.base}
+        up: list[Event] = []
+        if frame.seq >= ib.expected and frame.seq not in ib.pending:
+            ib.pending[frame.seq] = frame.payload
+            while ib.expected in ib.pending:
+                up.append(Received(src, ib.pending.pop(ib.expected), network))
+                ib.expected += 1
+        return up, [Send(src, RtAck(ib.incarnation, ib.expected), network)]
+
+    def on_ack(self, src: NodeId, ack: RtAck) -> list[Effect]:
+        ob = self._out.get(src)
+        if ob is None or ack.incarnation != self.incarnation:
+            return []
+        progressed = False
+        for seq in [s for s in ob.unacked if s < ack.next_seq]:
+            del ob.unacked[seq]
+            progressed = True
+        if not progressed:
+            return []
+        if not ob.unacked:
+            return [CancelTimer(TIMER_PREFIX + src)]
+        ob.tries = 1
+        return [SetTimer(TIMER_PREFIX + src, self.rto)]
+
+    def forget(self, dst: NodeId) -> None:
+        """Drop everything queued to ``dst`` without reporting it (the upper layer gave up)."""
+        ob = self._out.get(dst)
+        if ob is not None:
+            ob.unacked.clear()

@@ -1,0 +1,1 @@
+"""Protocol families. Each registers itself in :mod:`ringcast.protocols.registry`."""

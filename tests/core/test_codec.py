@@ -1,0 +1,154 @@
+"""The wire codec: round trips for every registered type, and nothing but DecodeError on junk."""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import struct
+import typing
+from dataclasses import dataclass, fields
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ringcast.protocols.registry as registry
+from ringcast.core import codec
+from ringcast.core.codec import DecodeError, EncodeError, decode, encode, wire
+
+registry.names()  # import every built-in protocol so their messages are registered
+
+
+class Color(enum.IntEnum):
+    RED = 1
+    BLUE = 2
+
+
+@wire(0xFF01)
+@dataclass(frozen=True, slots=True)
+class Inner:
+    a: int
+    b: str
+
+
+@wire(0xFF02)
+@dataclass(frozen=True, slots=True)
+class Everything:
+    i: int
+    flag: bool
+    x: float
+    s: str
+    raw: bytes
+    color: Color
+    inner: Inner
+    items: tuple[Inner, ...]
+    names: tuple[str, ...]
+    maybe: int | None
+    anything: object
+
+
+def _strategy_for(tp: typing.Any) -> st.SearchStrategy[typing.Any]:
+    if tp is object:
+        return st.builds(Inner, st.integers(-(2**63), 2**63 - 1), st.text(max_size=5))
+    if tp is int:
+        return st.integers(-(2**63), 2**63 - 1)
+    if tp is bool:
+        return st.booleans()
+    if tp is float:
+        return st.floats(allow_nan=False)
+    if tp is str:
+        return st.text(max_size=20)
+    if tp is bytes:
+        return st.binary(max_size=40)
+    if isinstance(tp, type) and issubclass(tp, enum.IntEnum):
+        return st.sampled_from(list(tp))
+    if isinstance(tp, type) and tp in codec._CODECS:
+        hints = typing.get_type_hints(tp)
+        return st.builds(tp, *[_strategy_for(hints[f.name]) for f in fields(tp)])
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is tuple:
+        return st.lists(_strategy_for(args[0]), max_size=4).map(tuple)
+    if type(None) in args:
+        inner = args[0] if args[1] is type(None) else args[1]
+        return st.none() | _strategy_for(inner)
+    raise AssertionError(f"no strategy for {tp!r}")
+
+
+ALL_TYPES = sorted(codec.registered_types().items())
+
+
+@pytest.mark.parametrize("type_id,cls", ALL_TYPES, ids=[c.__name__ for _, c in ALL_TYPES])
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_round_trip_every_registered_type(type_id: int, cls: type, data: st.DataObject) -> None:
+    msg = data.draw(_strategy_for(cls))
+    sender = data.draw(st.text(min_size=1, max_size=10).filter(lambda s: len(s.encode()) < 256))
+    cluster = data.draw(st.integers(0, 2**32 - 1))
+    frame = decode(encode(msg, sender=sender, cluster_id=cluster))
+    assert frame.msg == msg
+    assert frame.msg_type == type_id
+    assert frame.sender == sender
+    assert frame.cluster_id == cluster
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=200))
+def test_random_bytes_only_raise_decode_error(data: bytes) -> None:
+    with contextlib.suppress(DecodeError):
+        decode(data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_truncated_and_corrupted_frames_only_raise_decode_error(data: st.DataObject) -> None:
+    msg = data.draw(_strategy_for(Everything))
+    raw = encode(msg, sender="node-1", cluster_id=7)
+    cut = data.draw(st.integers(0, len(raw) - 1))
+    with pytest.raises(DecodeError):
+        decode(raw[:cut])
+    pos = data.draw(st.integers(0, len(raw) - 1))
+    flipped = bytearray(raw)
+    flipped[pos] ^= data.draw(st.integers(1, 255))
+    with contextlib.suppress(DecodeError):
+        decode(bytes(flipped))
+
+
+def test_header_errors_name_the_problem() -> None:
+    good = encode(Inner(1, "x"), sender="A")
+    with pytest.raises(DecodeError, match="magic"):
+        decode(b"XX" + good[2:])
+    with pytest.raises(DecodeError, match="version"):
+        decode(good[:2] + b"\x09" + good[3:])
+    with pytest.raises(DecodeError, match=r"unknown message type"):
+        decode(good[:3] + struct.pack("!H", 0xFFFE) + good[5:])
+    with pytest.raises(DecodeError, match=r"trailing|length"):
+        decode(good + b"\x00")
+    with pytest.raises(DecodeError, match="shorter"):
+        decode(b"RC")
+
+
+def test_huge_counts_are_refused_without_allocating() -> None:
+    # A tuple count of 2**32-1 in a short frame must fail fast as truncated.
+    body = struct.pack("!q", 1) + b"\x01" + struct.pack("!d", 0.0)
+    body += struct.pack("!I", 0) + struct.pack("!I", 0) + struct.pack("!q", 1)
+    body += struct.pack("!q", 0) + struct.pack("!I", 0)
+    body += struct.pack("!I", 0xFFFFFFFF)
+    head = struct.pack("!2sBHIB", b"RC", 1, 0xFF02, 0, 1) + b"A" + struct.pack("!I", len(body))
+    with pytest.raises(DecodeError, match="truncated"):
+        decode(head + body)
+
+
+def test_encode_rejects_unregistered_and_out_of_range() -> None:
+    with pytest.raises(EncodeError, match="not a registered"):
+        encode(object(), sender="A")
+    with pytest.raises(EncodeError, match="out of 64-bit range"):
+        encode(Inner(2**70, "x"), sender="A")
+
+
+def test_type_id_collision_is_refused() -> None:
+    with pytest.raises(ValueError, match="already used"):
+
+        @wire(0xFF01)
+        @dataclass(frozen=True)
+        class Clash:
+            a: int
