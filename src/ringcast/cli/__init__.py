@@ -1,0 +1,1 @@
+"""The ``ringcast`` command line."""

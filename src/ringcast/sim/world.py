@@ -1,0 +1,468 @@
+"""The deterministic simulator: protocol machines on a modelled network under a nemesis.
+
+:class:`Simulation` hosts one machine per node, exactly as the runtime does: it feeds
+events to ``machine.handle(event, now)`` and carries out the effects. Virtual time is
+integer nanoseconds; every random draw comes from a seeded per-component stream, so
+the same scenario and seed give the same trace, byte for byte.
+
+A crashed node loses its machine, its timers and whatever was in flight to it;
+its stable storage (``Persist``) survives and is handed to the machine built at
+restart. A paused node (a stalled process) keeps its arrivals and timers queued and
+handles them, late, when it resumes.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ringcast.core.codec import EncodeError, encode_body
+from ringcast.core.effects import (
+    Backpressure,
+    CancelTimer,
+    Deliver,
+    InstallView,
+    LockGranted,
+    LockReleased,
+    Multicast,
+    Persist,
+    Record,
+    Send,
+    SetTimer,
+)
+from ringcast.core.events import LockRelease, LockRequest, Received, Start, Stop, Submit, TimerFired
+from ringcast.core.machine import Machine, MachineContext
+from ringcast.protocols import registry
+from ringcast.sim.latency import Latency
+from ringcast.sim.recorder import Recorder
+from ringcast.sim.result import SimResult
+from ringcast.sim.rng import derive, stream
+from ringcast.sim.scenario import Action, Scenario, Workload
+from ringcast.sim.scheduler import Scheduler
+
+UP, PAUSED, CRASHED, ABSENT, LEFT = "up", "paused", "crashed", "absent", "left"
+
+
+@dataclass(slots=True)
+class SimNode:
+    node_id: str
+    state: str = ABSENT
+    machine: Machine | None = None
+    timers: dict[str, int] = field(default_factory=dict)
+    queue: list[tuple[Any, ...]] = field(default_factory=list)
+    storage: dict[str, bytes] = field(default_factory=dict)
+    blocked: bool = False
+    waiting: list[Any] = field(default_factory=list)
+    counter: int = 0
+    incarnation: int = 0
+    holds_lock: bool = False
+    lock_pending: bool = False
+    sent: int = 0
+    sent_bytes: int = 0
+    received: int = 0
+    lost: int = 0
+
+
+@dataclass(slots=True)
+class _Link:
+    latency: Latency
+    loss: float
+    duplication: float
+    rng: random.Random
+
+
+@dataclass(slots=True)
+class _WorkloadRun:
+    wl: Workload
+    node: str
+    rng: random.Random
+    remaining: int | None
+    end: int | None
+    waiting: bool = False
+
+
+class Simulation:
+    """One seeded run of a :class:`~ringcast.sim.scenario.Scenario`."""
+
+    def __init__(self, scenario: Scenario, seed: int | None = None, *, run_id: str | None = None):
+        self.sc = scenario
+        self.seed = scenario.seed if seed is None else seed
+        self.run_id = run_id or f"{scenario.name}:{self.seed}"
+        self.spec = registry.get(scenario.protocol)
+        self.sched = Scheduler()
+        self.rec = Recorder(self.run_id)
+        self.nodes: dict[str, SimNode] = {n: SimNode(n) for n in scenario.all_nodes}
+        self._component: dict[str, int] = dict.fromkeys(scenario.all_nodes, 0)
+        self._links_down: set[tuple[str, int]] = set()
+        self._links: dict[tuple[str, str], _Link] = {}
+        self._drops = [[rule, 0] for rule in scenario.network.drops]
+        self._timer_gen = 0
+        self._deliveries = 0
+        self._views: dict[str, int] = dict.fromkeys(scenario.all_nodes, 0)
+        self._count_bytes = scenario.count_bytes
+        self._net = scenario.network
+        self._peers = scenario.all_nodes
+
+    # ------------------------------------------------------------ running
+
+    def run(self, progress: Callable[[float], None] | None = None) -> SimResult:
+        sc = self.sc
+        wall0 = time.perf_counter()
+        for n in sc.nodes:
+            self.sched.call_at(0, self._boot, n, False)
+        for a in sc.nemesis:
+            self.sched.call_at(a.at, self._nemesis, a)
+        for wi, wl in enumerate(sc.workloads):
+            for n in wl.nodes:
+                rng = stream(self.seed, f"workload:{wi}:{n}")
+                end = wl.start + wl.duration if wl.duration is not None else None
+                self.sched.call_at(
+                    wl.start, self._workload_tick, _WorkloadRun(wl, n, rng, wl.count, end)
+                )
+        chunks = 50 if progress else 1
+        for k in range(1, chunks + 1):
+            self.sched.run(sc.duration * k // chunks)
+            if progress:
+                progress(k / chunks)
+        for n in sc.all_nodes:
+            node = self.nodes[n]
+            self.rec.add(
+                n,
+                sc.duration,
+                "stats",
+                detail={
+                    "sent": node.sent,
+                    "sent_bytes": node.sent_bytes,
+                    "received": node.received,
+                    "lost": node.lost,
+                    "state": node.state,
+                },
+            )
+        wall = time.perf_counter() - wall0
+        machines = {n: node.machine for n, node in self.nodes.items() if node.machine is not None}
+        summary = {
+            "run": self.run_id,
+            "scenario": sc.name,
+            "protocol": sc.protocol,
+            "seed": self.seed,
+            "events": len(self.rec),
+            "sim_events": self.sched.steps,
+            "simulated_ns": sc.duration,
+            "wall_s": round(wall, 6),
+            "events_per_wall_second": round(self.sched.steps / wall) if wall > 0 else None,
+            "deliveries": self._deliveries,
+            "views_installed": dict(self._views),
+            "messages_sent": sum(x.sent for x in self.nodes.values()),
+            "bytes_sent": sum(x.sent_bytes for x in self.nodes.values()),
+            "messages_lost": sum(x.lost for x in self.nodes.values()),
+        }
+        return SimResult(sc, self.seed, self.run_id, self.rec, machines, summary)
+
+    # ------------------------------------------------------------ node lifecycle
+
+    def _boot(self, n: str, joining: bool) -> None:
+        node = self.nodes[n]
+        node.incarnation += 1
+        ctx = MachineContext(
+            node_id=n,
+            members=self.sc.nodes,
+            peers=self._peers,
+            settings=self.sc.settings,
+            storage=dict(node.storage),
+            networks=self._net.networks,
+            joining=joining,
+            seed=derive(self.seed, f"machine:{n}:{node.incarnation}"),
+        )
+        node.machine = self.spec.factory(ctx)
+        node.state = UP
+        self._feed(node, Start())
+
+    def _feed(self, node: SimNode, event: Any) -> None:
+        machine = node.machine
+        assert machine is not None
+        effects = machine.handle(event, self.sched.now)
+        if effects:
+            self._apply(node, effects)
+
+    def _apply(self, node: SimNode, effects: list[Any]) -> None:
+        now = self.sched.now
+        n = node.node_id
+        for eff in effects:
+            tp = type(eff)
+            if tp is Send:
+                size = self._size(eff.msg)
+                if eff.network is None:
+                    for net in range(self._net.networks):
+                        self._transmit(node, eff.dst, eff.msg, net, size)
+                else:
+                    self._transmit(node, eff.dst, eff.msg, eff.network, size)
+            elif tp is Multicast:
+                size = self._size(eff.msg)
+                nets = range(self._net.networks) if eff.network is None else (eff.network,)
+                for dst in self._peers:
+                    if dst != n:
+                        for net in nets:
+                            self._transmit(node, dst, eff.msg, net, size)
+            elif tp is SetTimer:
+                self._timer_gen += 1
+                gen = self._timer_gen
+                node.timers[eff.name] = gen
+                self.sched.call_at(now + eff.delay, self._timer, node, eff.name, gen)
+            elif tp is CancelTimer:
+                node.timers.pop(eff.name, None)
+            elif tp is Record:
+                self.rec.add_record(n, now, eff.kind, eff.fields)
+            elif tp is Deliver:
+                self._deliveries += 1
+                self.rec.add(
+                    n,
+                    now,
+                    "deliver",
+                    msg=eff.msg_id,
+                    order=eff.order,
+                    size=len(eff.payload),
+                    detail={"sender": eff.sender} if eff.sender else None,
+                )
+            elif tp is InstallView:
+                v = eff.view
+                self._views[n] += 1
+                self.rec.add(
+                    n,
+                    now,
+                    "view",
+                    view=v.view_id,
+                    members=list(v.members),
+                    transitional=v.transitional,
+                )
+            elif tp is Persist:
+                node.storage[eff.key] = eff.value
+            elif tp is LockGranted:
+                node.holds_lock = True
+                node.lock_pending = False
+                self.rec.add(n, now, "lock", detail={"op": "granted"})
+                self.sched.call_at(
+                    now + self._lock_hold(n), self._lock_release, node, node.incarnation
+                )
+            elif tp is LockReleased:
+                node.holds_lock = False
+                self.rec.add(n, now, "lock", detail={"op": "released", "reason": eff.reason})
+            elif tp is Backpressure:
+                node.blocked = eff.blocked
+                if not eff.blocked and node.waiting:
+                    waiting, node.waiting = node.waiting, []
+                    for run in waiting:
+                        run.waiting = False
+                        self.sched.call_at(now, self._workload_tick, run)
+            else:
+                raise TypeError(f"{n}: protocol returned an unknown effect {eff!r}")
+
+    def _size(self, msg: Any) -> int:
+        if not self._count_bytes:
+            return 0
+        try:
+            return len(encode_body(msg))
+        except EncodeError:
+            return 0
+
+    # ------------------------------------------------------------ network
+
+    def _link(self, src: str, dst: str) -> _Link:
+        link = self._links.get((src, dst))
+        if link is None:
+            net = self._net
+            lat, loss, dup = net.latency, net.loss, net.duplication
+            for rule in net.links:
+                if rule.src == src and rule.dst == dst:
+                    lat = rule.latency or lat
+                    loss = rule.loss if rule.loss is not None else loss
+                    dup = rule.duplication if rule.duplication is not None else dup
+            link = self._links[(src, dst)] = _Link(
+                lat, loss, dup, stream(self.seed, f"link:{src}->{dst}")
+            )
+        return link
+
+    def _transmit(self, node: SimNode, dst: str, msg: Any, net: int, size: int) -> None:
+        src = node.node_id
+        node.sent += 1
+        node.sent_bytes += size
+        target = self.nodes.get(dst)
+        if target is None:
+            node.lost += 1
+            self.rec.add(
+                src, self.sched.now, "drop", detail={"reason": "unknown destination", "dst": dst}
+            )
+            return
+        if (
+            self._component[src] != self._component[dst]
+            or (src, net) in self._links_down
+            or (dst, net) in self._links_down
+        ):
+            node.lost += 1
+            return
+        if self._drops and self._dropped_by_rule(src, dst, msg):
+            node.lost += 1
+            return
+        link = self._link(src, dst)
+        rng = link.rng
+        if link.loss and rng.random() < link.loss:
+            node.lost += 1
+            return
+        copies = 2 if link.duplication and rng.random() < link.duplication else 1
+        net_model = self._net
+        for _ in range(copies):
+            delay = link.latency.sample(rng)
+            if net_model.reorder and rng.random() < net_model.reorder:
+                delay += rng.randint(0, net_model.reorder_delay)
+            self.sched.call_at(self.sched.now + delay, self._arrive, target, src, msg, net)
+
+    def _dropped_by_rule(self, src: str, dst: str, msg: Any) -> bool:
+        for entry in self._drops:
+            rule = entry[0]
+            if (
+                rule.src == src
+                and rule.dst == dst
+                and (rule.match is None or type(msg).__name__ == rule.match)
+            ):
+                entry[1] += 1
+                if entry[1] == rule.nth:
+                    return True
+        return False
+
+    def _arrive(self, node: SimNode, src: str, msg: Any, net: int) -> None:
+        state = node.state
+        if state is UP:
+            node.received += 1
+            self._feed(node, Received(src, msg, net))
+        elif state is PAUSED:
+            node.queue.append(("recv", src, msg, net))
+
+    def _timer(self, node: SimNode, name: str, gen: int) -> None:
+        if node.timers.get(name) != gen:
+            return
+        if node.state is PAUSED:
+            node.queue.append(("timer", name, gen))
+            return
+        del node.timers[name]
+        self._feed(node, TimerFired(name))
+
+    # ------------------------------------------------------------ workload
+
+    def _workload_tick(self, run: _WorkloadRun) -> None:
+        now = self.sched.now
+        if (run.end is not None and now >= run.end) or run.remaining == 0 or now > self.sc.duration:
+            return
+        node = self.nodes[run.node]
+        wl = run.wl
+        if node.state is UP:
+            if wl.kind == "multicast":
+                if node.blocked:
+                    run.waiting = True
+                    node.waiting.append(run)
+                    return
+                node.counter += 1
+                msg_id = f"{node.node_id}:{node.counter}"
+                payload = (
+                    msg_id.encode().ljust(wl.size, b".")[: max(wl.size, 0)] if wl.size else b""
+                )
+                self.rec.add(
+                    node.node_id, now, "submit", msg=msg_id, order=wl.order, size=len(payload)
+                )
+                self._feed(node, Submit(msg_id, payload, wl.order))
+                if run.remaining is not None:
+                    run.remaining -= 1
+            elif not node.holds_lock and not node.lock_pending:
+                node.lock_pending = True
+                self.rec.add(node.node_id, now, "lock", detail={"op": "requested"})
+                self._feed(node, LockRequest())
+                if run.remaining is not None:
+                    run.remaining -= 1
+        interval = 1e9 / wl.rate
+        if wl.arrivals == "poisson":
+            interval = run.rng.expovariate(1.0 / interval)
+        self.sched.call_at(now + max(1, int(interval)), self._workload_tick, run)
+
+    def _lock_hold(self, n: str) -> int:
+        for wl in self.sc.workloads:
+            if wl.kind == "lock" and n in wl.nodes:
+                return wl.hold
+        return 1_000_000
+
+    def _lock_release(self, node: SimNode, incarnation: int) -> None:
+        if node.incarnation == incarnation and node.state is UP and node.holds_lock:
+            self._feed(node, LockRelease())
+
+    # ------------------------------------------------------------ nemesis
+
+    def _fault(self, n: str, action: Action, **extra: Any) -> None:
+        self.rec.add(n, self.sched.now, "fault", detail={"action": action.action, **extra})
+
+    def _nemesis(self, a: Action) -> None:
+        act = a.action
+        if act in ("partition", "heal"):
+            if act == "partition":
+                listed = {n for g in a.groups for n in g}
+                for gi, g in enumerate(a.groups, start=1):
+                    for n in g:
+                        self._component[n] = gi
+                for n in self.sc.all_nodes:
+                    if n not in listed:
+                        self._component[n] = 0
+            else:
+                self._component = dict.fromkeys(self.sc.all_nodes, 0)
+            groups = [list(g) for g in a.groups]
+            for n in self.sc.all_nodes:
+                self._fault(n, a, **({"groups": groups} if groups else {}))
+            return
+        assert a.node is not None
+        node = self.nodes[a.node]
+        if act in ("link_down", "link_up"):
+            assert a.network is not None
+            if act == "link_down":
+                self._links_down.add((a.node, a.network))
+            else:
+                self._links_down.discard((a.node, a.network))
+            self._fault(a.node, a, network=a.network)
+            return
+        self._fault(a.node, a)
+        if act == "crash":
+            self._halt(node, CRASHED)
+        elif act == "restart":
+            self._boot(a.node, a.node not in self.sc.nodes)
+        elif act == "join":
+            self._boot(a.node, True)
+        elif act == "pause":
+            node.state = PAUSED
+        elif act == "resume":
+            node.state = UP
+            queued, node.queue = node.queue, []
+            for item in queued:
+                if node.state is not UP:
+                    break
+                if item[0] == "recv":
+                    self._arrive(node, item[1], item[2], item[3])
+                else:
+                    self._timer(node, item[1], item[2])
+        elif act == "leave":
+            if node.state is UP:
+                self._feed(node, Stop())
+            self._halt(node, LEFT)
+
+    def _halt(self, node: SimNode, state: str) -> None:
+        if node.holds_lock:
+            self.rec.add(
+                node.node_id, self.sched.now, "lock", detail={"op": "released", "reason": state}
+            )
+        node.state = state
+        node.machine = None
+        node.timers.clear()
+        node.queue.clear()
+        node.blocked = False
+        node.holds_lock = False
+        node.lock_pending = False
+        for run in node.waiting:
+            run.waiting = False
+            self.sched.call_at(self.sched.now, self._workload_tick, run)
+        node.waiting = []
