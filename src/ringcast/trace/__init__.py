@@ -1,0 +1,32 @@
+"""The trace format: one Arrow schema for simulated and real runs, its writers and reader.
+
+Parquet on disk, JSON Lines for humans; see ``docs/trace-schema.md``.
+"""
+
+from ringcast.trace.reader import read_trace
+from ringcast.trace.rows import encode_detail, make_row
+from ringcast.trace.schema import COLUMNS, NON_NULL, REQUIRED, SCHEMA, Row
+from ringcast.trace.validate import TraceSchemaError, validate_table
+from ringcast.trace.writer import (
+    JsonlTraceWriter,
+    ParquetTraceWriter,
+    TraceWriter,
+    open_writer,
+)
+
+__all__ = [
+    "COLUMNS",
+    "NON_NULL",
+    "REQUIRED",
+    "SCHEMA",
+    "JsonlTraceWriter",
+    "ParquetTraceWriter",
+    "Row",
+    "TraceSchemaError",
+    "TraceWriter",
+    "encode_detail",
+    "make_row",
+    "open_writer",
+    "read_trace",
+    "validate_table",
+]

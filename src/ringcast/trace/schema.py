@@ -1,0 +1,65 @@
+"""The trace schema: one Arrow schema for simulated and real runs.
+
+Every trace event is one row with the columns of :data:`SCHEMA`, in that order. The
+meaning of each column, the ``kind`` values and what ``detail`` holds are described in
+``docs/trace-schema.md``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import pyarrow as pa
+
+__all__ = ["COLUMNS", "NON_NULL", "NULLABLE", "REQUIRED", "SCHEMA", "Row"]
+
+SCHEMA: pa.Schema = pa.schema(
+    [
+        pa.field("run", pa.string(), nullable=False),
+        pa.field("node", pa.string(), nullable=False),
+        pa.field("t", pa.int64(), nullable=False),
+        pa.field("i", pa.int64(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("msg", pa.string()),
+        pa.field("order", pa.string()),
+        pa.field("view", pa.string()),
+        pa.field("members", pa.list_(pa.string())),
+        pa.field("transitional", pa.bool_()),
+        pa.field("size", pa.int32()),
+        pa.field("detail", pa.string()),
+    ]
+)
+"""The trace columns, names, types and order. ``run``..``kind`` never hold nulls."""
+
+COLUMNS: tuple[str, ...] = tuple(SCHEMA.names)
+"""The column names in schema order."""
+
+REQUIRED: tuple[str, ...] = COLUMNS
+"""The columns a reader insists on: all of them (extra columns are accepted and ignored)."""
+
+NON_NULL: tuple[str, ...] = tuple(f.name for f in SCHEMA if not f.nullable)
+"""The columns that must hold a value in every row: run, node, t, i, kind."""
+
+NULLABLE: tuple[str, ...] = tuple(f.name for f in SCHEMA if f.nullable)
+"""The columns that may be null: msg, order, view, members, transitional, size, detail."""
+
+
+class Row(NamedTuple):
+    """One trace event, its fields in column order, for writers that work row by row.
+
+    ``members`` is a sequence of node ids (a list or tuple); ``detail`` is a JSON
+    string (see :func:`ringcast.trace.rows.encode_detail`), not a dict.
+    """
+
+    run: str
+    node: str
+    t: int
+    i: int
+    kind: str
+    msg: str | None = None
+    order: str | None = None
+    view: str | None = None
+    members: list[str] | tuple[str, ...] | None = None
+    transitional: bool | None = None
+    size: int | None = None
+    detail: str | None = None
