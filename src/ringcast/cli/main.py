@@ -6,6 +6,7 @@ Every sub-command prints a one-line error and exits non-zero (2) on bad input.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Sequence
@@ -14,6 +15,7 @@ from pathlib import Path
 from ringcast.cli.progress import ProgressBar
 
 EXIT_BAD_INPUT = 2
+PLUGINS = ("ringcast.cli.lab", "ringcast.cli.runtime", "ringcast.cli.bench")
 
 
 class CliError(Exception):
@@ -92,6 +94,16 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("validate", help="check scenario files and report the first error")
     s.add_argument("scenarios", nargs="+", type=Path)
     s.set_defaults(func=_cmd_validate)
+
+    # Sub-command families living in their own modules: each has register(sub).
+    for mod in PLUGINS:
+        try:
+            module = importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name != mod:
+                raise
+            continue
+        module.register(sub)
     return p
 
 

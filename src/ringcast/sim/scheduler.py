@@ -8,17 +8,18 @@ when called), which keeps the heap a plain list of tuples: the fastest structure
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from heapq import heappop, heappush
 from typing import Any
 
 
 class Scheduler:
-    __slots__ = ("_heap", "_seq", "now", "steps")
+    __slots__ = ("_heap", "_next", "now", "steps")
 
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, Callable[..., Any], tuple[Any, ...]]] = []
-        self._seq = 0
+        self._next = itertools.count().__next__
         self.now = 0
         self.steps = 0
 
@@ -26,19 +27,18 @@ class Scheduler:
         """Run ``fn(*args)`` at virtual time ``t`` (not before ``now``)."""
         if t < self.now:
             t = self.now
-        self._seq += 1
-        heappush(self._heap, (t, self._seq, fn, args))
+        heappush(self._heap, (t, self._next(), fn, args))
 
     def call_later(self, delay: int, fn: Callable[..., Any], *args: Any) -> None:
-        self._seq += 1
-        heappush(self._heap, (self.now + delay, self._seq, fn, args))
+        heappush(self._heap, (self.now + delay, self._next(), fn, args))
 
     def run(self, until: int) -> None:
         """Run every callback due at or before ``until``; leave ``now`` at ``until``."""
         heap = self._heap
+        pop = heappop
         steps = 0
         while heap and heap[0][0] <= until:
-            t, _, fn, args = heappop(heap)
+            t, _, fn, args = pop(heap)
             self.now = t
             fn(*args)
             steps += 1

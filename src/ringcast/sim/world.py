@@ -217,14 +217,9 @@ class Simulation:
                 self.rec.add_record(n, now, eff.kind, eff.fields)
             elif tp is Deliver:
                 self._deliveries += 1
+                # The sender is the prefix of the msg id (sender:counter); no detail needed.
                 self.rec.add(
-                    n,
-                    now,
-                    "deliver",
-                    msg=eff.msg_id,
-                    order=eff.order,
-                    size=len(eff.payload),
-                    detail={"sender": eff.sender} if eff.sender else None,
+                    n, now, "deliver", msg=eff.msg_id, order=eff.order, size=len(eff.payload)
                 )
             elif tp is InstallView:
                 v = eff.view

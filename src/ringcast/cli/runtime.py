@@ -1,0 +1,185 @@
+"""``ringcast node | cluster up | cluster down | status | keygen``: the real runtime's commands."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from ringcast.cli.main import CliError
+
+
+def _load(path: Path) -> Any:
+    from ringcast.runtime.config import ConfigError, load_config
+
+    try:
+        return load_config(path)
+    except ConfigError as e:
+        raise CliError(str(e)) from None
+
+
+def _cmd_node(args: argparse.Namespace) -> int:
+    from ringcast.runtime.config import ConfigError
+    from ringcast.runtime.node import Workload, run_forever, run_node
+    from ringcast.runtime.security import KeyFileError
+
+    cfg = _load(args.config)
+    try:
+        cfg.node(args.id)
+    except ConfigError as e:
+        raise CliError(str(e)) from None
+    if args.order not in ("agreed", "safe", "fifo"):
+        raise CliError(f"--order: expected agreed, safe or fifo, got {args.order!r}")
+    if args.rate is not None and args.rate < 0:
+        raise CliError("--rate: must be 0 (as fast as flow control allows) or positive")
+    wl = None
+    if args.rate is not None:
+        wl = Workload(args.rate, args.size, args.order, args.count, args.duration)
+    try:
+        run_forever(run_node(cfg, args.id, workload=wl, summary=args.summary))
+    except KeyFileError as e:
+        raise CliError(str(e)) from None
+    except OSError as e:
+        raise CliError(f"node {args.id}: {e}") from None
+    return 0
+
+
+def _cmd_cluster_up(args: argparse.Namespace) -> int:
+    from ringcast.protocols import registry
+    from ringcast.runtime.cluster import cluster_up
+
+    if not 1 <= args.nodes <= 64:
+        raise CliError(f"--nodes: expected 1..64, got {args.nodes}")
+    if args.protocol not in registry.names():
+        raise CliError(
+            f"--protocol: unknown protocol {args.protocol!r} (known: {', '.join(registry.names())})"
+        )
+    try:
+        pids = cluster_up(args.dir, nodes=args.nodes, protocol=args.protocol)
+    except RuntimeError as e:
+        raise CliError(str(e)) from None
+    print(
+        json.dumps({"dir": str(args.dir), "config": str(args.dir / "cluster.toml"), "pids": pids})
+    )
+    return 0
+
+
+def _cmd_cluster_down(args: argparse.Namespace) -> int:
+    from ringcast.runtime.cluster import cluster_down
+
+    try:
+        result = cluster_down(args.dir)
+    except RuntimeError as e:
+        raise CliError(str(e)) from None
+    print(json.dumps(result))
+    return 0
+
+
+def status_table(rows: list[dict[str, Any]]) -> str:
+    """The ``ringcast status`` table: one line a node."""
+    head = ("node", "view", "members", "state", "tokens/s", "delivered/s", "delivered", "drops")
+    lines = [head]
+    for st in rows:
+        if "error" in st:
+            lines.append((st["node"], "-", "-", f"down ({st['error']})", "-", "-", "-", "-"))
+            continue
+        m = st["metrics"]
+        v = st["view"] or {}
+        state = st.get("state") or {}
+        state_s = str(state.get("state", state.get("name", "up"))) if state else "up"
+        lines.append(
+            (
+                st["node"],
+                str(v.get("id", "-")) + (" (trans)" if v.get("transitional") else ""),
+                ",".join(v.get("members", [])),
+                state_s,
+                f"{m['rates']['tokens']:.1f}",
+                f"{m['rates']['delivered']:.1f}",
+                str(m["delivered"]),
+                str(m["dropped"]),
+            )
+        )
+    widths = [max(len(r[k]) for r in lines) for k in range(len(head))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in lines
+    )
+
+
+async def gather_status(cfg: Any, timeout: float = 2.0) -> list[dict[str, Any]]:
+    from ringcast.runtime.status import fetch_status
+
+    async def one(node: Any) -> dict[str, Any]:
+        if node.status is None:
+            return {"node": node.node_id, "error": "no status address"}
+        try:
+            return json.loads(await fetch_status(node.status, timeout=timeout))
+        except (OSError, TimeoutError, ValueError) as e:
+            return {"node": node.node_id, "error": type(e).__name__}
+
+    return list(await asyncio.gather(*(one(n) for n in cfg.nodes)))
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    cfg = _load(args.config)
+    rows = asyncio.run(gather_status(cfg))
+    if args.json:
+        print(json.dumps(rows, default=str))
+    else:
+        print(status_table(rows))
+    return 0
+
+
+def _cmd_keygen(args: argparse.Namespace) -> int:
+    from ringcast.runtime.security import KeyFileError, write_key_file
+
+    try:
+        path = write_key_file(args.out, force=args.force)
+    except KeyFileError as e:
+        raise CliError(str(e)) from None
+    except OSError as e:
+        raise CliError(f"{args.out}: {e.strerror}") from None
+    print(f"wrote a 256-bit cluster key to {path} (mode 0600)")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the runtime's sub-commands to the ``ringcast`` parser."""
+    s = sub.add_parser("node", help="run one node of a cluster in the foreground")
+    s.add_argument("--config", type=Path, required=True, help="cluster TOML file")
+    s.add_argument("--id", required=True, help="this node's id in the cluster file")
+    s.add_argument(
+        "--rate",
+        type=float,
+        default=None,
+        help="multicast load: messages a second (0 = as fast as flow control allows)",
+    )
+    s.add_argument("--size", type=int, default=100, help="load message size in bytes")
+    s.add_argument("--order", default="agreed", help="agreed (default), safe or fifo")
+    s.add_argument("--count", type=int, default=None, help="stop the load after this many")
+    s.add_argument("--duration", type=float, default=None, help="stop the load after seconds")
+    s.add_argument("--summary", type=Path, default=None, help="write a JSON summary here on exit")
+    s.set_defaults(func=_cmd_node)
+
+    c = sub.add_parser("cluster", help="start or stop a local cluster of node processes")
+    csub = c.add_subparsers(dest="cluster_command", metavar="ACTION")
+    csub.required = True
+    s = csub.add_parser("up", help="write a loopback cluster and start its nodes")
+    s.add_argument("--nodes", type=int, default=3)
+    s.add_argument("--protocol", default="totem")
+    s.add_argument("--dir", type=Path, default=Path("ringcast-cluster"))
+    s.set_defaults(func=_cmd_cluster_up)
+    s = csub.add_parser("down", help="stop the nodes started by `cluster up`")
+    s.add_argument("--dir", type=Path, default=Path("ringcast-cluster"))
+    s.set_defaults(func=_cmd_cluster_down)
+
+    s = sub.add_parser("status", help="print each node's view, state and rates")
+    s.add_argument("--config", type=Path, required=True)
+    s.add_argument("--json", action="store_true", help="raw JSON instead of a table")
+    s.set_defaults(func=_cmd_status)
+
+    s = sub.add_parser("keygen", help="write a new cluster key file (mode 0600)")
+    s.add_argument("out", type=Path, help="key file to write")
+    s.add_argument("--force", action="store_true", help="replace an existing file")
+    s.set_defaults(func=_cmd_keygen)
