@@ -1,0 +1,86 @@
+"""``raincore``: the Raincore token-ring Group Communication Manager (seed 000).
+
+A token circulates on a logical ring over reliable unicast (the Transport Manager);
+each node runs the seven-state machine of Figure 11 (View State Agreement / Chaos /
+Reserve x Token State Eating / Hungry / Starving), commits the agreed membership to its
+globalView vector, regenerates a lost token through the 911 message, and admits new
+nodes by their 911. The token carries a totally ordered reliable multicast and the
+group's mutual-exclusion lock. See docs/protocols/raincore.md.
+"""
+
+from ringcast.core.machine import Machine, MachineContext
+from ringcast.core.units import MS
+from ringcast.layers import ReliableUnicast, Stack
+from ringcast.protocols.raincore._messages import MESSAGE_TYPES, Msg911, Status, Token
+from ringcast.protocols.raincore._state import STATES, TRANSITIONS, TokenState, ViewState, mermaid
+from ringcast.protocols.raincore.machine import RaincoreMachine, RaincoreSettings
+from ringcast.protocols.registry import ProtocolSpec, Setting, register
+
+SETTINGS = {
+    "eating_timeout": Setting(
+        "duration", 5 * MS, "how long a node keeps the token before passing it on", minimum=1
+    ),
+    "hungry_timeout": Setting(
+        "duration",
+        500 * MS,
+        "time without the token before a node starves and sends a 911 "
+        "(must exceed a rotation plus rto * max_tries)",
+        minimum=1,
+    ),
+    "starving_timeout": Setting("duration", 100 * MS, "period of a starving node's 911", minimum=1),
+    "rto": Setting("duration", 10 * MS, "transport manager retransmission timeout", minimum=1),
+    "max_tries": Setting(
+        "int", 3, "transmissions before the transport reports failure-on-delivery", minimum=1
+    ),
+    "initial_token_seq": Setting(
+        "int", 1, "sequence number of the first token (the figures use 11)", minimum=0
+    ),
+    "lock_max_hold": Setting(
+        "duration",
+        50 * MS,
+        "longest time the lock keeps the token at one node (keep below hungry_timeout)",
+        minimum=0,
+    ),
+    "max_token_messages": Setting(
+        "int", 64, "most application messages riding on the token at once", minimum=1
+    ),
+    "primary_component": Setting(
+        "bool",
+        True,
+        "only a ring holding a majority of the last committed and last reserved views "
+        "keeps or regenerates the token (false: the seed's rule, no partition safety)",
+    ),
+}
+
+
+def make_raincore(ctx: MachineContext) -> Machine:
+    """The factory: a :class:`RaincoreMachine` on top of the reliable-unicast layer."""
+    s = {k: v.default for k, v in SETTINGS.items()}
+    s.update(ctx.settings)
+    machine = RaincoreMachine(ctx, RaincoreSettings.from_mapping(s))
+    reliable = ReliableUnicast(
+        ctx.node_id, rto=int(s["rto"]), max_tries=int(s["max_tries"]), storage=dict(ctx.storage)
+    )
+    return Stack(machine, reliable=reliable)
+
+
+SPEC = register(
+    ProtocolSpec("raincore", make_raincore, settings=SETTINGS, doc=__doc__ or "", offers_lock=True)
+)
+
+__all__ = [
+    "MESSAGE_TYPES",
+    "SETTINGS",
+    "SPEC",
+    "STATES",
+    "TRANSITIONS",
+    "Msg911",
+    "RaincoreMachine",
+    "RaincoreSettings",
+    "Status",
+    "Token",
+    "TokenState",
+    "ViewState",
+    "make_raincore",
+    "mermaid",
+]

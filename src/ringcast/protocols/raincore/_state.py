@@ -1,0 +1,245 @@
+"""The Raincore state machine as data: Figure 9, Figure 10 and Figure 11 of seed 000.
+
+Each node is in one View State (Agreement, Chaos, Reserve) and one Token State
+(Eating, Hungry, Starving); "two of the nine states are not reachable, so it is
+actually a seven-state state machine". :data:`TRANSITIONS` lists, for each of the
+seven states and each of the eight events of the pseudo code, the action the machine
+takes and every state the action may end in. :mod:`.machine` dispatches on this table
+and checks after each step that it landed in one of the listed states;
+:func:`mermaid` renders the table as the Figure 11 diagram of the docs.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class TokenState(enum.StrEnum):
+    """Figure 10: the node's situation with regard to the ownership of the token."""
+
+    EATING = "eating"
+    HUNGRY = "hungry"
+    STARVING = "starving"
+
+
+class ViewState(enum.StrEnum):
+    """Figure 9: the node's situation with regard to agreement on the local views."""
+
+    AGREEMENT = "agreement"
+    CHAOS = "chaos"
+    RESERVE = "reserve"
+
+    @property
+    def letter(self) -> str:
+        """The one-letter form of Figures 12-14: ``ABCD(a)11``."""
+        return self.value[0]
+
+
+State = tuple[TokenState, ViewState]
+
+E, H, S = TokenState.EATING, TokenState.HUNGRY, TokenState.STARVING
+AGR, CHA, RES = ViewState.AGREEMENT, ViewState.CHAOS, ViewState.RESERVE
+
+EATING_AGREEMENT: State = (E, AGR)
+HUNGRY_AGREEMENT: State = (H, AGR)
+EATING_RESERVE: State = (E, RES)
+HUNGRY_RESERVE: State = (H, RES)
+EATING_CHAOS: State = (E, CHA)
+HUNGRY_CHAOS: State = (H, CHA)
+STARVING_CHAOS: State = (S, CHA)
+
+STATES: tuple[State, ...] = (
+    EATING_AGREEMENT,
+    HUNGRY_AGREEMENT,
+    EATING_RESERVE,
+    HUNGRY_RESERVE,
+    EATING_CHAOS,
+    HUNGRY_CHAOS,
+    STARVING_CHAOS,
+)
+"""The seven reachable states, in the order the seed lists them."""
+
+
+class Event(enum.Enum):
+    """The eight events of the pseudo code ("1. Initialization" ... "8. Starving timeout")."""
+
+    INITIALIZATION = "Initialization"
+    TOKEN_RECEIVED = "Token received"
+    NINE11_RECEIVED = "911 received"
+    TOKEN_DELIVERY_FAILURE = "Token delivery failure"
+    NINE11_DELIVERY_FAILURE = "911 delivery failure"
+    EATING_TIMEOUT = "Eating timeout"
+    HUNGRY_TIMEOUT = "Hungry timeout"
+    STARVING_TIMEOUT = "Starving timeout"
+
+
+class Action(enum.Enum):
+    """What the machine does; one method of :class:`~.machine.RaincoreMachine` each."""
+
+    INITIALIZE = "initialize"  # 1: create the token (first member) or wait / call 911
+    ACCEPT_TOKEN = "accept_token"  # 2: take a valid token, run the view-state step
+    DROP_TOKEN = "drop_token"  # 2: "If (tokenState == EATING) Drop the token"
+    HANDLE_911 = "handle_911"  # 3: regenerate, veto, forward, or queue a join
+    REROUTE_TOKEN = "reroute_token"  # 4: drop the dead node, resend (or commit alone)
+    DISCARD_RETURNED_TOKEN = "discard_returned_token"  # 4 when no token is out (decision)
+    REROUTE_911 = "reroute_911"  # 5: "Update 911 destination pointer; Send 911"
+    PASS_TOKEN = "pass_token"  # 6: add newNodes, send the token on, become Hungry
+    STARVE = "starve"  # 7: Starving + Chaos, 911 with status YES
+    CALL_911_AGAIN = "call_911_again"  # 8: "Restart STARVING timeout ... Send out 911"
+    IGNORE = "ignore"  # a stale timer of a state the node has left
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    action: Action
+    targets: tuple[State, ...]
+    """Every state the action can end in (the node stays put when a check fails)."""
+
+
+def _t(action: Action, *targets: State) -> Transition:
+    return Transition(action, targets)
+
+
+_IGNORE_IN = {s: _t(Action.IGNORE, s) for s in STATES}
+
+# The explicit table: 7 states x 8 events. Read a row as "in this state, on this event,
+# do this, and end in one of these states".
+TRANSITIONS: dict[State, dict[Event, Transition]] = {
+    EATING_AGREEMENT: {
+        Event.INITIALIZATION: _IGNORE_IN[EATING_AGREEMENT],
+        Event.TOKEN_RECEIVED: _t(Action.DROP_TOKEN, EATING_AGREEMENT),
+        Event.NINE11_RECEIVED: _t(Action.HANDLE_911, EATING_AGREEMENT),
+        Event.TOKEN_DELIVERY_FAILURE: _t(Action.DISCARD_RETURNED_TOKEN, EATING_AGREEMENT),
+        Event.NINE11_DELIVERY_FAILURE: _t(Action.REROUTE_911, EATING_AGREEMENT),
+        Event.EATING_TIMEOUT: _t(
+            Action.PASS_TOKEN, HUNGRY_AGREEMENT, HUNGRY_CHAOS, EATING_AGREEMENT
+        ),
+        Event.HUNGRY_TIMEOUT: _IGNORE_IN[EATING_AGREEMENT],
+        Event.STARVING_TIMEOUT: _IGNORE_IN[EATING_AGREEMENT],
+    },
+    HUNGRY_AGREEMENT: {
+        Event.INITIALIZATION: _t(Action.INITIALIZE, EATING_AGREEMENT, HUNGRY_AGREEMENT),
+        Event.TOKEN_RECEIVED: _t(
+            Action.ACCEPT_TOKEN, EATING_AGREEMENT, EATING_CHAOS, HUNGRY_AGREEMENT
+        ),
+        Event.NINE11_RECEIVED: _t(Action.HANDLE_911, HUNGRY_AGREEMENT),
+        Event.TOKEN_DELIVERY_FAILURE: _t(
+            Action.REROUTE_TOKEN, HUNGRY_CHAOS, EATING_AGREEMENT, STARVING_CHAOS, HUNGRY_AGREEMENT
+        ),
+        Event.NINE11_DELIVERY_FAILURE: _t(Action.REROUTE_911, HUNGRY_AGREEMENT),
+        Event.EATING_TIMEOUT: _IGNORE_IN[HUNGRY_AGREEMENT],
+        Event.HUNGRY_TIMEOUT: _t(Action.STARVE, STARVING_CHAOS),
+        Event.STARVING_TIMEOUT: _IGNORE_IN[HUNGRY_AGREEMENT],
+    },
+    EATING_RESERVE: {
+        Event.INITIALIZATION: _IGNORE_IN[EATING_RESERVE],
+        Event.TOKEN_RECEIVED: _t(Action.DROP_TOKEN, EATING_RESERVE),
+        Event.NINE11_RECEIVED: _t(Action.HANDLE_911, EATING_RESERVE),
+        Event.TOKEN_DELIVERY_FAILURE: _t(Action.DISCARD_RETURNED_TOKEN, EATING_RESERVE),
+        Event.NINE11_DELIVERY_FAILURE: _t(Action.REROUTE_911, EATING_RESERVE),
+        Event.EATING_TIMEOUT: _t(Action.PASS_TOKEN, HUNGRY_RESERVE, HUNGRY_CHAOS, EATING_RESERVE),
+        Event.HUNGRY_TIMEOUT: _IGNORE_IN[EATING_RESERVE],
+        Event.STARVING_TIMEOUT: _IGNORE_IN[EATING_RESERVE],
+    },
+    HUNGRY_RESERVE: {
+        Event.INITIALIZATION: _IGNORE_IN[HUNGRY_RESERVE],
+        Event.TOKEN_RECEIVED: _t(
+            Action.ACCEPT_TOKEN, EATING_AGREEMENT, EATING_CHAOS, HUNGRY_RESERVE
+        ),
+        Event.NINE11_RECEIVED: _t(Action.HANDLE_911, HUNGRY_RESERVE),
+        Event.TOKEN_DELIVERY_FAILURE: _t(
+            Action.REROUTE_TOKEN, HUNGRY_CHAOS, EATING_AGREEMENT, STARVING_CHAOS, HUNGRY_RESERVE
+        ),
+        Event.NINE11_DELIVERY_FAILURE: _t(Action.REROUTE_911, HUNGRY_RESERVE),
+        Event.EATING_TIMEOUT: _IGNORE_IN[HUNGRY_RESERVE],
+        Event.HUNGRY_TIMEOUT: _t(Action.STARVE, STARVING_CHAOS),
+        Event.STARVING_TIMEOUT: _IGNORE_IN[HUNGRY_RESERVE],
+    },
+    EATING_CHAOS: {
+        Event.INITIALIZATION: _IGNORE_IN[EATING_CHAOS],
+        Event.TOKEN_RECEIVED: _t(Action.DROP_TOKEN, EATING_CHAOS),
+        Event.NINE11_RECEIVED: _t(Action.HANDLE_911, EATING_CHAOS),
+        Event.TOKEN_DELIVERY_FAILURE: _t(Action.DISCARD_RETURNED_TOKEN, EATING_CHAOS),
+        Event.NINE11_DELIVERY_FAILURE: _t(Action.REROUTE_911, EATING_CHAOS),
+        Event.EATING_TIMEOUT: _t(Action.PASS_TOKEN, HUNGRY_CHAOS, EATING_CHAOS),
+        Event.HUNGRY_TIMEOUT: _IGNORE_IN[EATING_CHAOS],
+        Event.STARVING_TIMEOUT: _IGNORE_IN[EATING_CHAOS],
+    },
+    HUNGRY_CHAOS: {
+        Event.INITIALIZATION: _IGNORE_IN[HUNGRY_CHAOS],
+        Event.TOKEN_RECEIVED: _t(Action.ACCEPT_TOKEN, EATING_CHAOS, EATING_RESERVE, HUNGRY_CHAOS),
+        Event.NINE11_RECEIVED: _t(Action.HANDLE_911, HUNGRY_CHAOS),
+        Event.TOKEN_DELIVERY_FAILURE: _t(
+            Action.REROUTE_TOKEN, HUNGRY_CHAOS, EATING_AGREEMENT, STARVING_CHAOS
+        ),
+        Event.NINE11_DELIVERY_FAILURE: _t(Action.REROUTE_911, HUNGRY_CHAOS),
+        Event.EATING_TIMEOUT: _IGNORE_IN[HUNGRY_CHAOS],
+        Event.HUNGRY_TIMEOUT: _t(Action.STARVE, STARVING_CHAOS),
+        Event.STARVING_TIMEOUT: _IGNORE_IN[HUNGRY_CHAOS],
+    },
+    STARVING_CHAOS: {
+        Event.INITIALIZATION: _t(Action.INITIALIZE, STARVING_CHAOS),
+        Event.TOKEN_RECEIVED: _t(Action.ACCEPT_TOKEN, EATING_CHAOS, EATING_RESERVE, STARVING_CHAOS),
+        Event.NINE11_RECEIVED: _t(Action.HANDLE_911, EATING_CHAOS, STARVING_CHAOS),
+        Event.TOKEN_DELIVERY_FAILURE: _t(Action.DISCARD_RETURNED_TOKEN, STARVING_CHAOS),
+        Event.NINE11_DELIVERY_FAILURE: _t(Action.REROUTE_911, STARVING_CHAOS, EATING_CHAOS),
+        Event.EATING_TIMEOUT: _IGNORE_IN[STARVING_CHAOS],
+        Event.HUNGRY_TIMEOUT: _IGNORE_IN[STARVING_CHAOS],
+        Event.STARVING_TIMEOUT: _t(Action.CALL_911_AGAIN, STARVING_CHAOS, EATING_CHAOS),
+    },
+}
+
+
+class ViewStep(enum.Enum):
+    """What the view-state part of "2. Token Received" does besides changing state."""
+
+    NONE = "none"
+    RESERVE = "reserve"  # "increment globalViewNumber; Update token.globalViewNumber"
+    COMMIT = "commit"  # "commit to globalViewVector"
+    COMMIT_NULL = "commit_null"  # "commit NULL to the reserved location"
+
+
+ON_TOKEN: dict[tuple[ViewState, bool], tuple[ViewState, ViewStep]] = {
+    # (viewState, token.nodelist == localView) -> (new viewState, step). Figure 9.
+    (AGR, True): (AGR, ViewStep.NONE),
+    (AGR, False): (CHA, ViewStep.NONE),
+    (CHA, True): (RES, ViewStep.RESERVE),
+    (CHA, False): (CHA, ViewStep.NONE),
+    (RES, True): (AGR, ViewStep.COMMIT),
+    (RES, False): (CHA, ViewStep.COMMIT_NULL),
+}
+
+
+def _name(state: State) -> str:
+    token, view = state
+    return f"{token.value.capitalize()}{view.value.capitalize()}"
+
+
+def mermaid() -> str:
+    """Figure 11 rendered from :data:`TRANSITIONS` as a Mermaid ``stateDiagram-v2`` block.
+
+    One edge per (state, target) pair that some event leads to, labelled with those
+    events; a node staying in its state (vetoes, stale timers, dropped tokens) is not
+    drawn, as in the seed's figure.
+    """
+    lines = ["```mermaid", "stateDiagram-v2"]
+    initial: dict[State, list[str]] = {}
+    edges: dict[tuple[State, State], list[str]] = {}
+    for state in STATES:
+        for event, tr in TRANSITIONS[state].items():
+            if tr.action is Action.IGNORE:
+                continue
+            for target in tr.targets:
+                if event is Event.INITIALIZATION:
+                    initial.setdefault(target, []).append(event.value)
+                elif target != state:
+                    labels = edges.setdefault((state, target), [])
+                    if event.value not in labels:
+                        labels.append(event.value)
+    for target, labels in initial.items():
+        lines.append(f"    [*] --> {_name(target)}: {', '.join(labels)}")
+    for (src, dst), labels in edges.items():
+        lines.append(f"    {_name(src)} --> {_name(dst)}: {', '.join(labels)}")
+    lines.append("```")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,651 @@
+"""The Raincore Group Communication Manager of one node (seed 000, section 1.1).
+
+:class:`RaincoreMachine` keeps the local data structures of Figure 8 under the seed's
+names and runs the pseudo code of the eight events, dispatching on the transition table
+of :mod:`._state`. The token and the 911 message travel as ``Send(..., reliable=True)``
+through the reliable-unicast layer (the Transport Manager), whose ``SendFailed`` is the
+"failure-on-delivery notification". Every place where the seed is silent and a choice
+was made is marked "Decision" and listed in docs/protocols/raincore.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ringcast.core.codec import DecodeError, EncodeError, decode, encode
+from ringcast.core.effects import CancelTimer, Effect, InstallView, Persist, Record, Send, SetTimer
+from ringcast.core.events import (
+    LockRelease,
+    LockRequest,
+    Received,
+    SendFailed,
+    Start,
+    Stop,
+    Submit,
+    TimerFired,
+)
+from ringcast.core.ids import NodeId, View
+from ringcast.core.machine import MachineContext
+from ringcast.protocols.raincore._messages import (
+    NINE11_SIGNATURE,
+    TOKEN_SIGNATURE,
+    GlobalViewEntry,
+    Msg911,
+    Snapshot,
+    Status,
+    Token,
+)
+from ringcast.protocols.raincore._ring import (
+    has_quorum,
+    insert_after,
+    next_after,
+    route_from,
+    without,
+)
+from ringcast.protocols.raincore._state import (
+    ON_TOKEN,
+    TRANSITIONS,
+    Event,
+    State,
+    TokenState,
+    ViewState,
+    ViewStep,
+)
+from ringcast.protocols.raincore.services import TokenLock, TokenMulticast
+
+STATE_KEY = "raincore.state"
+EATING_TIMER = "rc:eating"
+HUNGRY_TIMER = "rc:hungry"
+STARVING_TIMER = "rc:starving"
+_TIMER_EVENTS = {
+    EATING_TIMER: Event.EATING_TIMEOUT,
+    HUNGRY_TIMER: Event.HUNGRY_TIMEOUT,
+    STARVING_TIMER: Event.STARVING_TIMEOUT,
+}
+
+REGENERATION_GAP = 1 << 20
+"""Decision: a regenerated token's sequence number jumps this far ahead of the copy it
+is made from, so any stale copy of the lost token loses every comparison with it."""
+
+
+@dataclass(frozen=True, slots=True)
+class RaincoreSettings:
+    eating_timeout: int
+    hungry_timeout: int
+    starving_timeout: int
+    initial_token_seq: int = 1
+    lock_max_hold: int = 50_000_000
+    max_token_messages: int = 64
+    primary_component: bool = True
+
+    @classmethod
+    def from_mapping(cls, s: dict[str, Any]) -> RaincoreSettings:
+        return cls(
+            eating_timeout=int(s["eating_timeout"]),
+            hungry_timeout=int(s["hungry_timeout"]),
+            starving_timeout=int(s["starving_timeout"]),
+            initial_token_seq=int(s["initial_token_seq"]),
+            lock_max_hold=int(s["lock_max_hold"]),
+            max_token_messages=int(s["max_token_messages"]),
+            primary_component=bool(s["primary_component"]),
+        )
+
+
+class RaincoreMachine:
+    """One node's token-ring state machine (sans-IO): ``handle(event, now) -> effects``."""
+
+    def __init__(self, ctx: MachineContext, settings: RaincoreSettings):
+        self.node_id: NodeId = ctx.node_id
+        self.settings = settings
+        self.contacts = tuple(n for n in (ctx.members or ctx.peers) if n != ctx.node_id)
+        self._contact = 0
+        # Figure 8: the local data structures.
+        self.globalView: dict[int, tuple[NodeId, ...] | None] = {}
+        self.globalViewNumber = 0
+        self.lastToken: Token | None = None
+        self.localView: tuple[NodeId, ...] = ()
+        self.newNodes: list[NodeId] = []
+        # Not in Figure 8: the location reserved in Reserve state, and the view last
+        # reserved (the primary component rule counts it, see has_quorum).
+        self.reservedIndex: int | None = None
+        self.lastReserved: tuple[NodeId, ...] = ()
+        self.token: Token | None = None  # the token in hand while Eating
+        self.stopped = False
+        self.tokenState = TokenState.STARVING
+        self.viewState = ViewState.CHAOS
+        self.creates_token = False
+        incarnation = 1
+        delivered: tuple = ()
+        snap = _load(ctx.storage.get(STATE_KEY))
+        if snap is not None:
+            # A recovered node "keeps all its existing local state" (Figure 14).
+            incarnation = snap.incarnation + 1
+            self.globalView = {e.index: (None if e.null else e.members) for e in snap.global_view}
+            self.globalViewNumber = snap.global_view_number
+            self.lastToken = snap.last_token
+            self.localView = snap.local_view
+            self.lastReserved = snap.last_reserved
+            delivered = snap.delivered
+        elif ctx.node_id in ctx.members and not ctx.joining:
+            # Bootstrap: the members form an established ring, globalView = [members].
+            self.globalView = {1: tuple(ctx.members)}
+            self.globalViewNumber = 1
+            self.localView = tuple(ctx.members)
+            self.tokenState = TokenState.HUNGRY
+            self.viewState = ViewState.AGREEMENT
+            self.creates_token = ctx.members[0] == ctx.node_id
+        self.incarnation = incarnation
+        self.multicast = TokenMulticast(
+            self.node_id,
+            incarnation,
+            max_token_messages=settings.max_token_messages,
+            delivered=delivered,
+        )
+        self.lock = TokenLock(settings.lock_max_hold)
+
+    # ------------------------------------------------------------------ Figure 8
+
+    @property
+    def state(self) -> State:
+        return (self.tokenState, self.viewState)
+
+    @property
+    def lastTokenSeq(self) -> int:
+        return self.lastToken.sequence_number if self.lastToken is not None else 0
+
+    @property
+    def lastGlobalView(self) -> tuple[NodeId, ...]:
+        for index in sorted(self.globalView, reverse=True):
+            members = self.globalView[index]
+            if members is not None:
+                return members
+        return ()
+
+    def committed_views(self) -> dict[int, tuple[NodeId, ...]]:
+        """The non-NULL entries of the globalView vector."""
+        return {i: m for i, m in sorted(self.globalView.items()) if m is not None}
+
+    # ------------------------------------------------------------------ dispatch
+
+    def handle(self, event: Any, now: int) -> list[Effect]:
+        if self.stopped:
+            return []
+        tp = type(event)
+        if tp is Received:
+            msg = event.msg
+            if type(msg) is Token and msg.well_formed():
+                return self._step(Event.TOKEN_RECEIVED, now, event.src, msg)
+            if type(msg) is Msg911 and msg.well_formed():
+                return self._step(Event.NINE11_RECEIVED, now, event.src, msg)
+            return [_drop("malformed or unknown message", src=event.src, type=type(msg).__name__)]
+        if tp is TimerFired:
+            ev = _TIMER_EVENTS.get(event.name)
+            if ev is None:
+                return [_drop("unknown timer", timer=event.name)]
+            return self._step(ev, now)
+        if tp is SendFailed:
+            if type(event.msg) is Token:
+                return self._step(Event.TOKEN_DELIVERY_FAILURE, now, event.dst, event.msg)
+            if type(event.msg) is Msg911:
+                return self._step(Event.NINE11_DELIVERY_FAILURE, now, event.dst, event.msg)
+            return [_drop("delivery failure of an unknown message", dst=event.dst)]
+        if tp is Start:
+            return self._step(Event.INITIALIZATION, now)
+        if tp is Submit:
+            return self.multicast.submit(event)
+        if tp is LockRequest:
+            self.lock.request()
+            return self.lock.on_eating(now) if self.tokenState is TokenState.EATING else []
+        if tp is LockRelease:
+            out = self.lock.release()
+            if out and self.tokenState is TokenState.EATING:
+                # The lock was what kept the token here: pass it on now.
+                out.append(CancelTimer(EATING_TIMER))
+                out.extend(self._step(Event.EATING_TIMEOUT, now))
+            return out
+        if tp is Stop:
+            return self._leave(now)
+        return []  # Suspected / Unsuspected: Raincore's failure detector is the transport
+
+    def _step(self, event: Event, now: int, *args: Any) -> list[Effect]:
+        before = self.state
+        tr = TRANSITIONS[before][event]
+        handler: Callable[..., list[Effect]] = getattr(self, "_" + tr.action.value)
+        out = handler(now, *args)
+        if self.state not in tr.targets:  # the table is the specification: say so loudly
+            out.append(
+                Record.of(
+                    "invariant",
+                    error="transition not in table",
+                    event=event.value,
+                    before=_label(before),
+                    after=_label(self.state),
+                )
+            )
+        return out
+
+    # ------------------------------------------------------------------ 1. Initialization
+
+    def _initialize(self, now: int) -> list[Effect]:
+        out: list[Effect] = [self._persist()]
+        if self.tokenState is TokenState.HUNGRY:
+            # The bootstrap ring's globalView entry 1 is this node's first commit.
+            out.append(InstallView(View("1", self.globalView[1] or ())))
+        if self.tokenState is TokenState.STARVING:
+            # A new node, or a recovered one with its state: Starving, 911 (Figure 14).
+            out.append(self._record_state("start"))
+            out.extend(self._send_911())
+            out.append(SetTimer(STARVING_TIMER, self.settings.starving_timeout))
+            return out
+        if self.creates_token:
+            # "Initialize the token with a unique initial sequence number".
+            token = Token(
+                TOKEN_SIGNATURE,
+                self.settings.initial_token_seq,
+                self.localView,
+                0,
+                0,
+                self.globalViewNumber,
+            )
+            self.lastToken = self.token = token
+            self.tokenState = TokenState.EATING
+            out.append(Record.of("token", op="created", seq=token.sequence_number))
+            out.append(self._record_state("init"))
+            out.extend(self.lock.on_eating(now))
+            out.append(SetTimer(EATING_TIMER, self.settings.eating_timeout))
+        else:
+            out.append(SetTimer(HUNGRY_TIMER, self.settings.hungry_timeout))
+        return out
+
+    # ------------------------------------------------------------------ 2. Token received
+
+    def _drop_token(self, now: int, src: NodeId, token: Token) -> list[Effect]:
+        """ "If (tokenState == EATING) { Drop the token; }" """
+        return [_token_dropped(token, src, "eating")]
+
+    def _accept_token(self, now: int, src: NodeId, token: Token) -> list[Effect]:
+        if token.destination_node != self.node_id:
+            return [_token_dropped(token, src, "not addressed to this node")]
+        valid = token.sequence_number > self.lastTokenSeq or (
+            # Decision: a starving node whose ring has committed views it has not seen
+            # takes the token whatever its number (its lastTokenSeq is from an old ring).
+            self.tokenState is TokenState.STARVING
+            and token.global_view_number > self.globalViewNumber
+        )
+        if not valid:
+            return [_token_dropped(token, src, "sequence number mis-match")]
+        out: list[Effect] = [CancelTimer(HUNGRY_TIMER), CancelTimer(STARVING_TIMER)]
+        starving = self.tokenState is TokenState.STARVING
+        self.tokenState = TokenState.EATING
+        token = token.with_(current=token.destination)  # "Update token.currentNode"
+        # Decision: a token that ends starvation confirms nothing -- the localView it is
+        # compared with dates from before the node lost the ring.
+        same = token.nodelist == self.localView and not starving
+        new_view, step = ON_TOKEN[(self.viewState, same)]
+        if step is ViewStep.RESERVE:
+            # "increment globalViewNumber": the next location after the largest index
+            # committed in the group, which the token carries.
+            self.globalViewNumber = token.global_view_number + 1
+            self.reservedIndex = self.globalViewNumber
+            self.lastReserved = token.nodelist
+        elif step is ViewStep.COMMIT:
+            out.extend(self._commit(token.nodelist))
+            index = self.globalViewNumber
+            if token.global_view_number < index:  # "Update token.globalViewNumber"
+                token = token.with_(global_view_number=index)
+        elif step is ViewStep.COMMIT_NULL:
+            out.extend(self._commit_null())
+        self.viewState = new_view
+        if token.global_view_number > self.globalViewNumber:
+            self.globalViewNumber = token.global_view_number
+        self.localView = token.nodelist
+        self.lastToken = self.token = token
+        out.append(Record.of("token", op="received", seq=token.sequence_number, src=src))
+        out.append(self._record_state("token"))
+        out.extend(self._eat(now))
+        return out
+
+    def _eat(self, now: int, *, came_round: bool = True) -> list[Effect]:
+        """The token is in hand: deliver what it carries, grant the lock, start eating."""
+        assert self.token is not None
+        out = self.multicast.on_token(self.token, came_round=came_round)
+        if out:
+            out.append(self._persist())  # the duplicate filter survives a crash
+        out.extend(self.lock.on_eating(now))
+        out.append(SetTimer(EATING_TIMER, self.settings.eating_timeout))
+        return out
+
+    def _commit(self, members: tuple[NodeId, ...]) -> list[Effect]:
+        """ "commit to globalViewVector" at the reserved location."""
+        index = self.reservedIndex if self.reservedIndex is not None else self.globalViewNumber
+        self.globalView[index] = members
+        self.globalViewNumber = max(self.globalViewNumber, index)
+        self.reservedIndex = None
+        self.lastReserved = ()
+        return [InstallView(View(str(index), members)), self._persist()]
+
+    def _commit_null(self) -> list[Effect]:
+        """ "commit NULL to the reserved location" (not a view: a trace record)."""
+        index = self.reservedIndex
+        self.reservedIndex = None
+        if index is None:
+            return []
+        self.globalView[index] = None
+        return [Record.of("null_commit", view=str(index))]
+
+    def _enter_chaos(self) -> list[Effect]:
+        """Chaos from any view state; a location reserved in Reserve becomes NULL."""
+        out = self._commit_null() if self.viewState is ViewState.RESERVE else []
+        self.viewState = ViewState.CHAOS
+        return out
+
+    # ------------------------------------------------------------------ 3. 911 received
+
+    def _handle_911(self, now: int, src: NodeId, m: Msg911) -> list[Effect]:
+        me = self.node_id
+        if me in m.nodelist:
+            m = m.with_(current=m.nodelist.index(me))  # "Update 911.currentNode"
+        else:
+            m = m.with_(current=m.destination)
+        orig = m.originating_node
+        if orig == me:
+            if m.status is Status.YES and self.tokenState is TokenState.STARVING:
+                return self._regenerate(now, m)
+            if m.status is Status.REJECT:
+                self._contact += 1  # Decision: ask the next contact next time
+            return [Record.of("911", op="answer", status=m.status.name, seq=m.sequence_number)]
+        if m.status is not Status.YES:
+            return [_drop("911 answer for another node", orig=orig)]
+        alive_here = self.tokenState is not TokenState.STARVING
+        if orig in self.lastGlobalView:
+            out: list[Effect] = []
+            if alive_here and orig not in self.localView:
+                out.extend(self._queue_new_node(orig))  # Decision: a dropped member rejoins
+            veto = (
+                m.sequence_number < self.lastTokenSeq
+                or (m.sequence_number == self.lastTokenSeq and me > orig)
+                or alive_here  # Decision: "If the token has not been lost" -> NO
+            )
+            if veto:
+                out.extend(self._answer_911(m, Status.NO))
+            else:
+                nxt = (m.current + 1) % len(m.nodelist)
+                out.extend(self._send_911_msg(m.with_(destination=nxt)))
+            return out
+        if self.lastGlobalView or self.localView:
+            # "Queue it up onto the newNode queue, to be joined into the cluster."
+            return self._queue_new_node(orig)
+        # Decision: a node that is itself in no group answers REJECT.
+        return self._answer_911(m, Status.REJECT)
+
+    def _queue_new_node(self, node: NodeId) -> list[Effect]:
+        if node not in self.newNodes:
+            self.newNodes.append(node)
+            return [Record.of("join_request", node=node)]
+        return []
+
+    def _answer_911(self, m: Msg911, status: Status) -> list[Effect]:
+        return self._send_911_msg(m.with_(status=status, destination=m.originator))
+
+    def _send_911_msg(self, m: Msg911) -> list[Effect]:
+        return [Send(m.destination_node, m, reliable=True)]
+
+    def _regenerate(self, now: int, m: Msg911) -> list[Effect]:
+        """ "That node would receive its own 911 message with the status field YES. It will
+        enter Eating state and create a new token making a copy of its lastToken." """
+        base = self.lastToken
+        if base is None:
+            return [Record.of("911", op="answer", status="YES", note="no token to copy")]
+        if self.settings.primary_component and not self._quorum(m.nodelist):
+            return [Record.of("911", op="answer", status="YES", note="no primary component")]
+        nodelist = tuple(n for n in base.nodelist if n in m.nodelist)
+        if self.node_id not in nodelist:
+            nodelist = (self.node_id, *nodelist)
+        me = nodelist.index(self.node_id)
+        token = base.with_(
+            sequence_number=base.sequence_number + REGENERATION_GAP,
+            nodelist=nodelist,
+            current=me,
+            destination=me,
+            global_view_number=max(base.global_view_number, max(self.committed_views(), default=0)),
+        )
+        self.lastToken = self.token = token
+        self.tokenState = TokenState.EATING
+        out: list[Effect] = [
+            CancelTimer(STARVING_TIMER),
+            Record.of("token", op="regenerated", seq=token.sequence_number),
+            self._record_state("regenerated"),
+        ]
+        out.extend(self._eat(now, came_round=False))
+        return out
+
+    def _quorum(self, nodes: tuple[NodeId, ...]) -> bool:
+        """Decision (primary component): a ring may regenerate the token, or keep it after
+        dropping nodes, only with a majority of lastGlobalView and of the view last
+        reserved (ties go to the half holding the view's first member)."""
+        return has_quorum(nodes, self.lastGlobalView) and has_quorum(nodes, self.lastReserved)
+
+    # ------------------------------------------------------------------ 4. Token delivery failure
+
+    def _discard_returned_token(self, now: int, dst: NodeId, token: Token) -> list[Effect]:
+        # Decision: a token coming back while the node is not Hungry is not the live
+        # token (Eating: an older copy; Starving: a 911 may be regenerating it).
+        return [_token_dropped(token, dst, f"returned while {self.tokenState.value}")]
+
+    def _reroute_token(self, now: int, dst: NodeId, token: Token) -> list[Effect]:
+        me = self.node_id
+        if token.sequence_number != self.lastTokenSeq or me not in token.nodelist:
+            return [_token_dropped(token, dst, "returned copy is stale")]
+        out: list[Effect] = [CancelTimer(HUNGRY_TIMER)]
+        out.extend(self._enter_chaos())  # "ringState=CHAOS"
+        self.tokenState = TokenState.EATING
+        nodelist = without(token.nodelist, dst)  # "Update token with new nodelist"
+        token = token.with_(nodelist=nodelist, current=nodelist.index(me))
+        self.localView = nodelist
+        self.lastToken = token
+        out.append(Record.of("token", op="returned", seq=token.sequence_number, dst=dst))
+        out.append(self._record_state("returned"))
+        if self.settings.primary_component and not self._quorum(nodelist):
+            # Decision: a ring without a primary component gives the token up.
+            out.append(_token_dropped(token, dst, "no primary component"))
+            return out + self._starve(now)
+        token = token.with_(sequence_number=token.sequence_number + 1)
+        if nodelist == (me,):
+            # "nodelist contains only one node, self": reserve and commit at once.
+            self.viewState = ViewState.RESERVE
+            self.globalViewNumber = token.global_view_number + 1
+            self.reservedIndex = self.globalViewNumber
+            token = token.with_(global_view_number=self.globalViewNumber, destination=0)
+            out.extend(self._commit(nodelist))
+            self.viewState = ViewState.AGREEMENT
+            self.lastToken = self.token = token
+            out.extend(self._eat(now, came_round=False))
+            return out
+        return out + self._send_token(token)
+
+    def _send_token(self, token: Token) -> list[Effect]:
+        """Point the token at the next node, copy it to lastToken, send it, go Hungry."""
+        dest = next_after(token.nodelist, self.node_id)
+        token = token.with_(destination=token.nodelist.index(dest))
+        self.lastToken = token
+        self.token = None
+        self.tokenState = TokenState.HUNGRY
+        return [
+            self._persist(),
+            Send(dest, token, reliable=True),
+            Record.of("token", op="sent", seq=token.sequence_number, dst=dest),
+            SetTimer(HUNGRY_TIMER, self.settings.hungry_timeout),
+        ]
+
+    # ------------------------------------------------------------------ 5. 911 delivery failure
+
+    def _reroute_911(self, now: int, dst: NodeId, m: Msg911) -> list[Effect]:
+        """ "Update 911 destination pointer; Send 911" -- past the node it missed."""
+        if m.status is not Status.YES or dst not in m.nodelist:
+            return [_drop("911 answer undeliverable", dst=dst)]
+        orig = m.originating_node
+        if dst == orig:
+            return [_drop("911 originator unreachable", dst=dst)]
+        nodelist = without(m.nodelist, dst)
+        me = self.node_id
+        cur = nodelist.index(me) if me in nodelist else 0
+        m = m.with_(
+            nodelist=nodelist,
+            current=cur,
+            originator=nodelist.index(orig),
+            destination=(cur + 1) % len(nodelist),
+        )
+        if m.destination_node == me:
+            # Nobody else is left on the route: the 911 comes straight back.
+            return self._step_inline(Event.NINE11_RECEIVED, now, me, m)
+        return [Record.of("911", op="rerouted", dst=m.destination_node), *self._send_911_msg(m)]
+
+    def _step_inline(self, event: Event, now: int, *args: Any) -> list[Effect]:
+        tr = TRANSITIONS[self.state][event]
+        handler: Callable[..., list[Effect]] = getattr(self, "_" + tr.action.value)
+        return handler(now, *args)
+
+    # ------------------------------------------------------------------ 6. Eating timeout
+
+    def _pass_token(self, now: int) -> list[Effect]:
+        token = self.token
+        if token is None:
+            return [_drop("eating without a token")]
+        out: list[Effect] = []
+        remaining = self.lock.remaining(now)
+        if remaining > 0:
+            # The lock holder keeps the token, up to lock_max_hold.
+            return [SetTimer(EATING_TIMER, min(self.settings.eating_timeout, remaining))]
+        out.extend(self.lock.release("max_hold"))
+        me = self.node_id
+        new = [n for n in self.newNodes if n not in token.nodelist]
+        if new:
+            # "Add newNodes to the token nodelist; viewState=CHAOS"
+            nodelist = insert_after(token.nodelist, me, new)
+            token = token.with_(nodelist=nodelist, current=nodelist.index(me))
+            out.extend(self._enter_chaos())
+            out.append(Record.of("join", nodes=new))
+        self.newNodes.clear()  # "Clear newNodes queue"
+        token, carried = self.multicast.on_pass(token)
+        out.extend(carried)
+        if len(token.nodelist) > 1:
+            token = token.with_(sequence_number=token.sequence_number + 1)
+            return out + self._send_token(token)
+        self.token = self.lastToken = token
+        out.append(SetTimer(EATING_TIMER, self.settings.eating_timeout))  # "Restart EATING"
+        return out
+
+    # ------------------------------------------------------------------ 7, 8. Hungry, Starving
+
+    def _starve(self, now: int) -> list[Effect]:
+        """ "tokenState=STARVING; Start STARVING timeout; viewState=CHAOS;
+        Initiate 911 with lastTokenSeq; 911.status = YES" """
+        out: list[Effect] = [CancelTimer(HUNGRY_TIMER), CancelTimer(EATING_TIMER)]
+        self.tokenState = TokenState.STARVING
+        self.token = None
+        out.extend(self._enter_chaos())
+        out.append(self._record_state("starving"))
+        out.append(SetTimer(STARVING_TIMER, self.settings.starving_timeout))
+        out.extend(self._send_911())
+        return out
+
+    def _call_911_again(self, now: int) -> list[Effect]:
+        out: list[Effect] = [SetTimer(STARVING_TIMER, self.settings.starving_timeout)]
+        out.extend(self._send_911())
+        return out
+
+    def _send_911(self) -> list[Effect]:
+        """A fresh 911, status YES, to "the next node on lastGlobalView" (a node in no
+        group yet sends it to one of its contacts: "to any node in the group")."""
+        me = self.node_id
+        view = self.lastGlobalView
+        if view:
+            route = route_from(view, me)
+        else:
+            if not self.contacts:
+                return []
+            k = self._contact % len(self.contacts)
+            route = (me, *self.contacts[k:], *self.contacts[:k])
+        if len(route) == 1:
+            return []
+        m = Msg911(NINE11_SIGNATURE, route, 0, 1, 0, self.lastTokenSeq, Status.YES)
+        sent = Record.of("911", op="sent", seq=m.sequence_number, dst=route[1])
+        return [sent, *self._send_911_msg(m)]
+
+    def _ignore(self, now: int, *args: Any) -> list[Effect]:
+        return []
+
+    # ------------------------------------------------------------------ leaving
+
+    def _leave(self, now: int) -> list[Effect]:
+        """Decision (the seed has no leave): pass the token on without this node."""
+        out = self.lock.release("leave")
+        token = self.token
+        self.stopped = True
+        out += [CancelTimer(EATING_TIMER), CancelTimer(HUNGRY_TIMER), CancelTimer(STARVING_TIMER)]
+        if token is not None and len(token.nodelist) > 1:
+            nxt = next_after(token.nodelist, self.node_id)
+            nodelist = without(token.nodelist, self.node_id)
+            token = token.with_(
+                sequence_number=token.sequence_number + 1,
+                nodelist=nodelist,
+                current=nodelist.index(nxt),
+                destination=nodelist.index(nxt),
+            )
+            out.append(Send(nxt, token, reliable=True))
+            out.append(Record.of("token", op="sent", seq=token.sequence_number, dst=nxt))
+        self.token = None
+        return out
+
+    # ------------------------------------------------------------------ trace and storage
+
+    def _record_state(self, cause: str) -> Record:
+        return Record.of(
+            "state",
+            view_state=self.viewState.value,
+            token_state=self.tokenState.value,
+            local_view=list(self.localView),
+            token_seq=self.lastTokenSeq,
+            global_view_number=self.globalViewNumber,
+            cause=cause,
+        )
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(
+            self.incarnation,
+            tuple(
+                GlobalViewEntry(i, m or (), m is None) for i, m in sorted(self.globalView.items())
+            ),
+            self.globalViewNumber,
+            self.lastToken,
+            self.localView,
+            self.lastReserved,
+            self.multicast.snapshot(),
+        )
+
+    def _persist(self) -> Persist:
+        return Persist(STATE_KEY, encode(self.snapshot(), sender=self.node_id))
+
+
+def _load(raw: bytes | None) -> Snapshot | None:
+    if raw is None:
+        return None
+    try:
+        msg = decode(raw).msg
+    except (DecodeError, EncodeError):
+        return None
+    return msg if type(msg) is Snapshot else None
+
+
+def _label(state: State) -> str:
+    return f"{state[0].value}/{state[1].value}"
+
+
+def _drop(reason: str, **fields: Any) -> Record:
+    return Record.of("drop", reason=reason, **fields)
+
+
+def _token_dropped(token: Token, peer: NodeId, reason: str) -> Record:
+    return Record.of("token", op="dropped", seq=token.sequence_number, peer=peer, reason=reason)

@@ -1,0 +1,69 @@
+"""The explicit transition table (seed 000, Figures 9-11) and its rendering in the docs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ringcast.protocols.raincore._state import (
+    ON_TOKEN,
+    STATES,
+    TRANSITIONS,
+    Action,
+    Event,
+    TokenState,
+    ViewState,
+    mermaid,
+)
+from ringcast.protocols.raincore.machine import RaincoreMachine
+
+DOC = Path(__file__).resolve().parents[3] / "docs" / "protocols" / "raincore.md"
+
+
+def test_seven_reachable_states_and_eight_events() -> None:
+    assert len(STATES) == 7 == len(set(STATES))
+    assert len(Event) == 8
+    unreachable = {
+        (TokenState.STARVING, ViewState.AGREEMENT),
+        (TokenState.STARVING, ViewState.RESERVE),
+    }
+    assert set(STATES) | unreachable == {(t, v) for t in TokenState for v in ViewState}
+    for state in STATES:
+        assert set(TRANSITIONS[state]) == set(Event)
+
+
+def test_every_target_is_a_reachable_state_and_every_action_is_implemented() -> None:
+    for state in STATES:
+        for tr in TRANSITIONS[state].values():
+            assert tr.targets and set(tr.targets) <= set(STATES)
+    for action in Action:
+        assert callable(getattr(RaincoreMachine, "_" + action.value))
+
+
+def test_figure_9_view_rules() -> None:
+    # Never Chaos -> Agreement, never Agreement -> Reserve (Figure 9).
+    assert all(
+        not (v == ViewState.CHAOS and to == ViewState.AGREEMENT)
+        and not (v == ViewState.AGREEMENT and to == ViewState.RESERVE)
+        for (v, _), (to, _) in ON_TOKEN.items()
+    )
+    # "The normal view state transition can only occur in Eating token state."
+    for state in STATES:
+        tr = TRANSITIONS[state][Event.TOKEN_RECEIVED]
+        assert all(t[0] in (TokenState.EATING, state[0]) for t in tr.targets)
+
+
+def test_starving_implies_chaos_in_the_table() -> None:
+    for state in STATES:
+        for tr in TRANSITIONS[state].values():
+            for token, view in tr.targets:
+                assert token is not TokenState.STARVING or view is ViewState.CHAOS
+
+
+def test_doc_contains_exactly_the_rendered_diagram() -> None:
+    text = DOC.read_text()
+    rendered = mermaid()
+    assert rendered in text
+    start = text.index("```mermaid")
+    end = text.index("```", start + 3) + 3
+    assert text[start:end] + "\n" == rendered
+    assert text.count("```mermaid") == 1
