@@ -1,0 +1,160 @@
+"""Totem wire messages (seed 002, "Token Fields" and "Membership Protocol - Data Structures").
+
+Every message is a frozen dataclass registered with the ringcast codec under a type id in
+0x0200-0x02FF. The field names are the seed's: ``ring_id``, ``token_seq``, ``seq``, ``aru``,
+``aru_id``, ``rtr``, ``backlog``, ``fcc`` on the token; ``proc_set`` and ``fail_set`` on a join;
+``memb_list``, ``memb_index`` and one :class:`MembEntry` per member on the commit token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ringcast.core.codec import wire
+
+
+@wire(0x0201)
+@dataclass(frozen=True, slots=True)
+class RingId:
+    """A ring identifier: the representative's id and a sequence number (seed: ring_id).
+
+    Rendered as ``"seq:rep"`` for the trace's ``view`` column.
+    """
+
+    seq: int
+    rep: str
+
+    def __str__(self) -> str:
+        return f"{self.seq}:{self.rep}"
+
+
+@wire(0x0202)
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One application message, or one fragment of it, packed inside a frame.
+
+    ``frag``/``frags``: this piece's index and the number of pieces (1 for a whole message).
+    """
+
+    msg_id: str
+    payload: bytes
+    frag: int = 0
+    frags: int = 1
+
+
+@wire(0x0203)
+@dataclass(frozen=True, slots=True)
+class Mcast:
+    """A regular broadcast frame: one sequence number on ring ``ring_id``.
+
+    ``sender`` is the node that originated it (kept on retransmissions); ``safe`` picks
+    safe delivery for every chunk in the frame (a frame only packs messages of one order).
+    """
+
+    ring_id: RingId
+    seq: int
+    sender: str
+    safe: bool
+    chunks: tuple[Chunk, ...]
+
+
+@wire(0x0204)
+@dataclass(frozen=True, slots=True)
+class RecoveryMcast:
+    """A frame of the new ring carrying an old ring's message (recovery step 1)."""
+
+    ring_id: RingId
+    seq: int
+    sender: str
+    old: Mcast
+
+
+@wire(0x0205)
+@dataclass(frozen=True, slots=True)
+class Token:
+    """The regular token (seed 002, "Total Ordering Protocol - Token Fields").
+
+    ``aru_id`` is ``""`` for the seed's null. ``fcc`` counts the frames broadcast during the
+    last rotation and ``backlog`` sums the members' backlogs (flow control). ``retrans_flg``,
+    ``retrans_id`` and ``rec_seq`` only matter in the Recovery state: a member rebroadcast
+    old-ring messages within the last rotation (and which one did last), and the highest
+    sequence number used for such a message.
+    """
+
+    ring_id: RingId
+    token_seq: int
+    seq: int
+    aru: int
+    aru_id: str
+    rtr: tuple[int, ...]
+    fcc: int
+    backlog: int
+    retrans_flg: bool = False
+    retrans_id: str = ""
+    rec_seq: int = 0
+
+
+@wire(0x0206)
+@dataclass(frozen=True, slots=True)
+class Join:
+    """A join message: the sender's proposed membership (seed 002, "Gather State").
+
+    ``ring_seq`` is the highest ring sequence number the sender knows, so the representative
+    can pick a larger one.
+    """
+
+    sender: str
+    ring_seq: int
+    proc_set: tuple[str, ...]
+    fail_set: tuple[str, ...]
+
+
+@wire(0x0207)
+@dataclass(frozen=True, slots=True)
+class MembEntry:
+    """What one member adds to the commit token on its first rotation (seed 001, "Commit").
+
+    ``ring_id`` is its old ring, ``my_aru``/``high_delivered``/``high_seq`` its state in it;
+    ``received_flg`` is true when it holds every message of the old ring it knows of.
+    """
+
+    node: str
+    ring_id: RingId
+    my_aru: int
+    high_delivered: int
+    high_seq: int
+    received_flg: bool
+
+
+@wire(0x0208)
+@dataclass(frozen=True, slots=True)
+class CommitToken:
+    """The commit token (seed 002, "Commit State"): two rotations, then the regular token."""
+
+    ring_id: RingId
+    token_seq: int
+    memb_list: tuple[str, ...]
+    memb_index: int
+    entries: tuple[MembEntry, ...]
+
+
+@wire(0x0209)
+@dataclass(frozen=True, slots=True)
+class MergeDetect:
+    """Sent by an idle ring's representative so that another ring can notice it (corosync)."""
+
+    ring_id: RingId
+    sender: str
+
+
+MESSAGE_TYPES: tuple[type, ...] = (
+    RingId,
+    Chunk,
+    Mcast,
+    RecoveryMcast,
+    Token,
+    Join,
+    MembEntry,
+    CommitToken,
+    MergeDetect,
+)

@@ -1,0 +1,96 @@
+"""The membership state machine as an explicit transition table (seed 002, "Finite State
+Machine for Membership"; seed 001, "Totem на одном кольце. Машина состояний").
+
+:data:`TRANSITIONS` maps ``(state, event)`` to the action the machine runs and the states
+that action may lead to. A pair missing from the table is an unexpected event in that state:
+the machine drops it and records a ``drop`` trace event. :func:`render_mermaid` draws the
+table as the Mermaid state diagram embedded in ``docs/protocols/totem.md``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class State(enum.Enum):
+    """The four membership states (seed 002, "Four States of the Membership")."""
+
+    OPERATIONAL = "Operational"
+    GATHER = "Gather"
+    COMMIT = "Commit"
+    RECOVERY = "Recovery"
+
+
+class Ev(enum.Enum):
+    """The seed's events, plus the ordinary traffic of the total ordering protocol."""
+
+    MCAST = "regular message"
+    TOKEN = "regular token"
+    FOREIGN = "foreign message"
+    JOIN = "join message"
+    COMMIT_TOKEN = "commit token"
+    TOKEN_LOSS = "token loss timeout"
+    TOKEN_RETRANSMIT = "token retransmission timeout"
+    JOIN_TIMEOUT = "join timeout"
+    CONSENSUS_TIMEOUT = "consensus timeout"
+    FAIL_TO_RECV = "failure to receive"
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """What a ``(state, event)`` pair does: run ``action``; end in one of ``targets``."""
+
+    action: str
+    targets: tuple[State, ...]
+
+
+OP, GA, CO, RE = State.OPERATIONAL, State.GATHER, State.COMMIT, State.RECOVERY
+
+TRANSITIONS: dict[tuple[State, Ev], Transition] = {
+    # Operational: the total ordering protocol runs; any sign of a membership change
+    # (token loss, a join, a foreign message, failure to receive) starts Gather.
+    (OP, Ev.MCAST): Transition("mcast", (OP,)),
+    (OP, Ev.TOKEN): Transition("token", (OP,)),
+    (OP, Ev.FOREIGN): Transition("foreign", (GA,)),
+    (OP, Ev.JOIN): Transition("join", (OP, GA)),
+    (OP, Ev.TOKEN_LOSS): Transition("token_loss", (GA,)),
+    (OP, Ev.TOKEN_RETRANSMIT): Transition("token_retransmit", (OP,)),
+    (OP, Ev.FAIL_TO_RECV): Transition("fail_to_recv", (GA,)),
+    # Gather: joins are exchanged until consensus; the representative then sends the
+    # commit token, a member accepting it moves to Commit.
+    (GA, Ev.MCAST): Transition("mcast", (GA,)),
+    (GA, Ev.FOREIGN): Transition("foreign", (GA,)),
+    (GA, Ev.JOIN): Transition("join", (GA, CO)),
+    (GA, Ev.COMMIT_TOKEN): Transition("commit_token", (GA, CO)),
+    (GA, Ev.JOIN_TIMEOUT): Transition("join_timeout", (GA,)),
+    (GA, Ev.CONSENSUS_TIMEOUT): Transition("consensus_timeout", (GA, CO)),
+    # Commit: the commit token's two rotations.
+    (CO, Ev.MCAST): Transition("mcast", (CO,)),
+    (CO, Ev.FOREIGN): Transition("ignore", (CO,)),
+    (CO, Ev.JOIN): Transition("join", (CO, GA)),
+    (CO, Ev.COMMIT_TOKEN): Transition("commit_token", (CO, RE)),
+    (CO, Ev.TOKEN_LOSS): Transition("token_loss", (GA,)),
+    (CO, Ev.TOKEN_RETRANSMIT): Transition("token_retransmit", (CO,)),
+    # Recovery: old-ring messages are exchanged on the new ring, then delivered with the
+    # transitional and regular configurations, atomically, on entering Operational.
+    (RE, Ev.MCAST): Transition("mcast", (RE,)),
+    (RE, Ev.TOKEN): Transition("token", (RE, OP)),
+    (RE, Ev.FOREIGN): Transition("ignore", (RE,)),
+    (RE, Ev.JOIN): Transition("join", (RE, GA)),
+    (RE, Ev.COMMIT_TOKEN): Transition("commit_token", (RE,)),
+    (RE, Ev.TOKEN_LOSS): Transition("token_loss", (GA,)),
+    (RE, Ev.TOKEN_RETRANSMIT): Transition("token_retransmit", (RE,)),
+}
+
+INITIAL = GA
+"""Every node boots in Gather and forms its first ring through the membership protocol."""
+
+
+def render_mermaid() -> str:
+    """The transition table as a Mermaid ``stateDiagram-v2`` (self-loops included)."""
+    lines = ["stateDiagram-v2", f"    [*] --> {INITIAL.value}: start"]
+    for (state, ev), tr in TRANSITIONS.items():
+        for target in tr.targets:
+            lines.append(f"    {state.value} --> {target.value}: {ev.value}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,733 @@
+"""The Totem single-ring machine: sans-IO, ``handle(event, now) -> effects``.
+
+Every event is classified into one of the seed's events (:class:`~._state.Ev`) and dispatched
+through the transition table of :mod:`._state`: the table names the action and the states it
+may lead to. Ordering lives in :mod:`.ordering`, membership bookkeeping in :mod:`.membership`,
+recovery in :mod:`.recovery`, flow control in :mod:`.flow`, packing in :mod:`.packing`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ringcast.core.effects import (
+    Backpressure,
+    CancelTimer,
+    Deliver,
+    Effect,
+    InstallView,
+    Multicast,
+    Persist,
+    Record,
+    Send,
+    SetTimer,
+)
+from ringcast.core.events import Event, Received, Start, Stop, Submit, TimerFired
+from ringcast.core.ids import View
+from ringcast.core.machine import MachineContext
+from ringcast.protocols.totem import flow
+from ringcast.protocols.totem._messages import (
+    CommitToken,
+    Join,
+    Mcast,
+    MembEntry,
+    MergeDetect,
+    RecoveryMcast,
+    RingId,
+    Token,
+)
+from ringcast.protocols.totem._state import INITIAL, TRANSITIONS, Ev, State
+from ringcast.protocols.totem.membership import Gatherer, new_commit_token
+from ringcast.protocols.totem.ordering import RingLog
+from ringcast.protocols.totem.packing import Packer, Reassembler
+from ringcast.protocols.totem.recovery import RecoveryPlan, make_plan, old_ring_deliveries
+
+T_TOKEN_LOSS = "token_loss"
+T_TOKEN_RETRANSMIT = "token_retransmit"
+T_TOKEN_HOLD = "token_hold"
+T_JOIN = "join"
+T_CONSENSUS = "consensus"
+STORAGE_KEY = "ring_seq"
+
+OP, GA, CO, RE = State.OPERATIONAL, State.GATHER, State.COMMIT, State.RECOVERY
+Out = list[Effect]
+
+
+def transitional_view_id(new: RingId, old: RingId) -> str:
+    """The id of the transitional configuration between ``old`` and ``new``: "new/t/old".
+
+    Unique per configuration: the members that share the old ring and enter the new one.
+    """
+    return f"{new}/t/{old}"
+
+
+class TotemMachine:
+    """One node's Totem protocol instance (seed 002; seed 001)."""
+
+    def __init__(self, ctx: MachineContext, settings: Mapping[str, Any]) -> None:
+        self.node_id = ctx.node_id
+        self.ctx = ctx
+        s = settings
+        self.token_timeout: int = s["token_timeout"]
+        self.token_retransmit_timeout: int = s["token_retransmit_timeout"]
+        self.token_hold: int = s["token_hold"]
+        self.join_timeout: int = s["join_timeout"]
+        self.consensus_timeout: int = s["consensus_timeout"]
+        self.merge_detect_timeout: int = s["merge_detect_timeout"]
+        self.fail_to_recv_const: int = s["fail_to_recv_const"]
+        self.seqno_unchanged_const: int = s["seqno_unchanged_const"]
+        self.window_size: int = s["window_size"]
+        self.max_messages: int = s["max_messages"]
+        self.max_pending: int = s["max_pending"]
+        me = ctx.node_id
+        self.state: State = INITIAL
+        self.ring_id = RingId(0, me)  # my_ring_id: the ring last installed (or booted alone)
+        self.memb: tuple[str, ...] = (me,)  # its members, in ring order
+        self.log = RingLog(self.ring_id)
+        self.highest_seq = 0  # the largest ring seq known (persisted)
+        self.gather = Gatherer(me)
+        self.commit: CommitToken | None = None  # the accepted commit token (Commit, Recovery)
+        self.new_log: RingLog | None = None
+        self.plan: RecoveryPlan | None = None
+        self.packer = Packer(s["frame_size"])
+        self.reasm = Reassembler()
+        self.blocked = False
+        self.started = False
+        # token bookkeeping
+        self.last_token_seq = -1
+        self.last_sent: tuple[str, Token | CommitToken] | None = None
+        self.rt_armed = False
+        self.sent_seq = 0  # the seq on the token last passed on
+        self.held: Token | None = None
+        self.my_prev_trc = 0
+        self.my_pbl = 0
+        self.unchanged = 0
+        self.prev_seq = -1
+        self.fr_count = 0
+        self.fr_aru = -1
+        self.last_merge_detect = 0
+        self.alone_ok = False  # a consensus timeout passed: a ring of one may form
+        self.now = 0
+        self._actions: dict[str, Callable[..., None]] = {
+            "mcast": self._act_mcast,
+            "token": self._act_token,
+            "foreign": self._act_foreign,
+            "join": self._act_join,
+            "commit_token": self._act_commit_token,
+            "token_loss": self._act_token_loss,
+            "token_retransmit": self._act_token_retransmit,
+            "join_timeout": self._act_join_timeout,
+            "consensus_timeout": self._act_consensus_timeout,
+            "fail_to_recv": self._act_fail_to_recv,
+            "ignore": self._act_ignore,
+        }
+        self._handlers: dict[Ev, Callable[..., None]] = {}
+        self._targets: dict[Ev, tuple[State, ...]] = {}
+        self._current_ev: Ev | None = None
+        self._bind_state()
+
+    # ------------------------------------------------------------------ dispatch
+
+    def _bind_state(self) -> None:
+        self._handlers = {
+            ev: self._actions[tr.action] for (st, ev), tr in TRANSITIONS.items() if st is self.state
+        }
+        self._targets = {ev: tr.targets for (st, ev), tr in TRANSITIONS.items() if st is self.state}
+
+    def _fire(self, ev: Ev, out: Out, *args: Any) -> None:
+        handler = self._handlers.get(ev)
+        if handler is None:
+            out.append(Record.of("drop", reason=f"{ev.value} in {self.state.value}"))
+            return
+        prev, self._current_ev = self._current_ev, ev
+        handler(out, *args)
+        self._current_ev = prev
+
+    def _set_state(self, new: State, out: Out, reason: str) -> None:
+        if new is self.state:
+            return
+        ev = self._current_ev
+        if ev is not None and new not in self._targets.get(ev, ()):
+            raise AssertionError(f"{self.state.value} --{ev.value}--> {new.value} not in the table")
+        out.append(Record.of("state", state=new.value, prev=self.state.value, reason=reason))
+        self.state = new
+        self._bind_state()
+
+    def handle(self, event: Event, now: int) -> list[Effect]:
+        out: Out = []
+        self.now = now
+        tp = type(event)
+        if tp is Received:
+            self._received(event.src, event.msg, out)  # type: ignore[union-attr]
+        elif tp is TimerFired:
+            self._timer(event.name, out)  # type: ignore[union-attr]
+        elif tp is Submit:
+            self._submit(event, out)  # type: ignore[arg-type]
+        elif tp is Start:
+            self._start(out)
+        elif tp is Stop:
+            self._stop(out)
+        return out
+
+    def _received(self, src: str, msg: Any, out: Out) -> None:
+        tp = type(msg)
+        if tp is Mcast or tp is RecoveryMcast:
+            rid = msg.ring_id
+            if rid == self.ring_id or (self.new_log is not None and rid == self.new_log.ring_id):
+                self._fire(Ev.MCAST, out, msg)
+            elif src not in self.memb or rid.seq > self.ring_id.seq:
+                self._fire(Ev.FOREIGN, out, src)
+            else:
+                out.append(Record.of("drop", reason="stale message", ring=str(rid)))
+        elif tp is Token:
+            self._fire(Ev.TOKEN, out, msg)
+        elif tp is Join:
+            self._fire(Ev.JOIN, out, src, msg)
+        elif tp is CommitToken:
+            self._fire(Ev.COMMIT_TOKEN, out, msg)
+        elif tp is MergeDetect:
+            if msg.ring_id != self.ring_id and src not in self.memb:
+                self._fire(Ev.FOREIGN, out, src)
+        else:
+            out.append(Record.of("drop", reason="unknown message", type=tp.__name__))
+
+    def _timer(self, name: str, out: Out) -> None:
+        if name == T_TOKEN_LOSS:
+            self._fire(Ev.TOKEN_LOSS, out)
+        elif name == T_TOKEN_RETRANSMIT:
+            self.rt_armed = False
+            self._fire(Ev.TOKEN_RETRANSMIT, out)
+        elif name == T_TOKEN_HOLD:
+            held, self.held = self.held, None
+            if held is not None:
+                self._fire(Ev.TOKEN, out, held, True)
+        elif name == T_JOIN:
+            self._fire(Ev.JOIN_TIMEOUT, out)
+        elif name == T_CONSENSUS:
+            self._fire(Ev.CONSENSUS_TIMEOUT, out)
+        else:
+            out.append(Record.of("drop", reason="unknown timer", timer=name))
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _start(self, out: Out) -> None:
+        if self.started:
+            out.append(Record.of("drop", reason="second start"))
+            return
+        self.started = True
+        ctx = self.ctx
+        try:
+            stored = int(ctx.storage.get(STORAGE_KEY, b"0"))
+        except ValueError:
+            stored = 0
+        # A ring this node represented has seq <= stored, so (stored + 1, me) is fresh.
+        self.highest_seq = stored + 1
+        out.append(Persist(STORAGE_KEY, str(self.highest_seq).encode()))
+        self.ring_id = RingId(self.highest_seq, self.node_id)
+        self.log = RingLog(self.ring_id)
+        out.append(Record.of("state", state=INITIAL.value, prev="", reason="start"))
+        procs = {self.node_id}
+        if not ctx.joining and self.node_id in ctx.members:
+            procs |= set(ctx.members)
+        self._enter_gather(out, procs, set(), fresh=True)
+
+    def _stop(self, out: Out) -> None:
+        # Leave: a join naming this node failed makes the others drop it at once.
+        me = self.node_id
+        out.append(Multicast(Join(me, self.highest_seq, (me,), (me,))))
+
+    def _submit(self, ev: Submit, out: Out) -> None:
+        packer = self.packer
+        packer.push(ev.msg_id, ev.payload, ev.order == "safe")
+        if not self.blocked and len(packer) >= self.max_pending:
+            self.blocked = True
+            out.append(Backpressure(True))
+        if self.held is not None:  # the idle token waits here: use it now
+            held, self.held = self.held, None
+            out.append(CancelTimer(T_TOKEN_HOLD))
+            self._fire(Ev.TOKEN, out, held, True)
+
+    # ------------------------------------------------------------------ actions
+
+    def _act_ignore(self, out: Out, *args: Any) -> None:
+        return
+
+    def _act_mcast(self, out: Out, m: Mcast | RecoveryMcast) -> None:
+        if self.rt_armed and m.seq > self.sent_seq and m.sender != self.node_id:
+            self.rt_armed = False  # a newer frame: a later node holds the token
+            out.append(CancelTimer(T_TOKEN_RETRANSMIT))
+        log = self.log
+        if m.ring_id != log.ring_id:
+            log = self.new_log  # type: ignore[assignment]
+            if log is None:
+                return
+            if type(m) is RecoveryMcast and log.add(m):
+                plan = self.plan
+                old = m.old
+                if plan is not None and old.ring_id == self.log.ring_id:
+                    plan.recovered.add(old.seq)
+                    self.log.add(old)
+            else:
+                log.add(m)
+            return
+        if log.add(m) and self.state is OP:
+            self._deliver_ready(out)
+
+    def _deliver_ready(self, out: Out) -> None:
+        """Agreed: every lower seq delivered; safe: also covered by ``safe_upto``."""
+        log = self.log
+        msgs = log.msgs
+        d = log.delivered
+        limit = log.my_aru
+        safe_upto = log.safe_upto
+        while d < limit:
+            m = msgs[d + 1]
+            if type(m) is Mcast:
+                if m.safe:
+                    if d + 1 > safe_upto:
+                        break
+                    self._emit(m, "safe", out)
+                else:
+                    self._emit(m, "agreed", out)
+            d += 1
+        log.delivered = d
+
+    def _emit(self, m: Mcast, order: str, out: Out) -> None:
+        sender = m.sender
+        for c in m.chunks:
+            if c.frags == 1:
+                out.append(Deliver(c.msg_id, c.payload, order, sender))
+            else:
+                whole = self.reasm.feed(sender, c)
+                if whole is not None:
+                    out.append(Deliver(c.msg_id, whole, order, sender))
+
+    def _act_foreign(self, out: Out, src: str) -> None:
+        if self.state is OP:
+            self._enter_gather(
+                out, set(self.memb) | {src}, set(), reason=f"foreign message from {src}"
+            )
+        elif src not in self.gather.my_fail_set and self.gather.add_procs({src}):
+            self._send_join(out)
+
+    # ---- the token
+
+    def _act_token(self, out: Out, tok: Token, held: bool = False) -> None:
+        recovering = self.state is RE
+        log = self.new_log if recovering else self.log
+        if log is None or tok.ring_id != log.ring_id:
+            out.append(Record.of("drop", reason="token of another ring", ring=str(tok.ring_id)))
+            return
+        if not held:
+            if tok.token_seq <= self.last_token_seq:
+                out.append(Record.of("drop", reason="duplicate token", token_seq=tok.token_seq))
+                return
+            self.last_token_seq = tok.token_seq
+            if self.rt_armed:
+                self.rt_armed = False
+                out.append(CancelTimer(T_TOKEN_RETRANSMIT))
+            out.append(SetTimer(T_TOKEN_LOSS, self.token_timeout))
+            # Failure to receive: the aru has not moved for fail_to_recv_const visits.
+            if not recovering and tok.aru_id and tok.aru_id != self.node_id and tok.aru < tok.seq:
+                if tok.aru == self.fr_aru:
+                    self.fr_count += 1
+                    if self.fr_count >= self.fail_to_recv_const:
+                        self._fire(Ev.FAIL_TO_RECV, out, tok.aru_id)
+                        return
+                else:
+                    self.fr_aru, self.fr_count = tok.aru, 0
+            else:
+                self.fr_count = 0
+            # Idle: hold the token a while before passing it on (corosync's token hold).
+            if tok.seq == self.prev_seq:
+                self.unchanged += 1
+            else:
+                self.prev_seq, self.unchanged = tok.seq, 0
+            if (
+                not recovering
+                and self.unchanged >= self.seqno_unchanged_const
+                and not self.packer.queue
+                and not tok.rtr
+                and tok.aru == tok.seq
+            ):
+                self.held = tok
+                out.append(SetTimer(T_TOKEN_HOLD, self.token_hold))
+                return
+        self._process_token(tok, log, recovering, out)
+
+    def _process_token(self, tok: Token, log: RingLog, recovering: bool, out: Out) -> None:
+        me = self.node_id
+        log.stabilize(tok.aru)
+        plan = self.plan
+        if recovering:
+            assert plan is not None
+            plan.visits += 1
+            q = plan.queue
+            while q and q[0] in plan.recovered:
+                q.popleft()
+            if plan.visits >= 2 and not tok.retrans_flg and not q and log.safe_upto >= tok.rec_seq:
+                self._install(out)
+                log = self.log
+                recovering = False
+        elif self.state is OP:
+            self._deliver_ready(out)
+        # 1. retransmissions the rtr asks for that this node holds
+        msgs = log.msgs
+        rtr = tok.rtr
+        keep: tuple[int, ...] = rtr
+        if rtr:
+            kept = []
+            for s in rtr:
+                m = msgs.get(s)
+                if m is not None:
+                    out.append(Multicast(m))
+                    out.append(Record.of("retransmit", seq=s, ring=str(log.ring_id)))
+                else:
+                    kept.append(s)
+            keep = tuple(kept)
+        # 2. new messages (recovery: the old ring's messages), flow controlled
+        seq0 = seq = tok.seq
+        ring = log.ring_id
+        if recovering:
+            assert plan is not None
+            q = plan.queue
+            my_tbl = len(q)
+        else:
+            my_tbl = len(self.packer)
+        n = flow.allowance(
+            window_size=self.window_size,
+            max_messages=self.max_messages,
+            fcc=tok.fcc,
+            my_prev_trc=self.my_prev_trc,
+            backlog=tok.backlog,
+            my_pbl=self.my_pbl,
+            my_tbl=my_tbl,
+            seq=seq,
+            aru=tok.aru,
+        )
+        sent = 0
+        if recovering:
+            assert plan is not None
+            old = self.log.msgs
+            while sent < n and q:
+                s = q.popleft()
+                if s in plan.recovered:
+                    continue
+                seq += 1
+                frame = RecoveryMcast(ring, seq, me, old[s])  # type: ignore[arg-type]
+                plan.recovered.add(s)
+                log.add(frame)
+                out.append(Multicast(frame))
+                sent += 1
+            my_bl = len(q)
+        else:
+            packer = self.packer
+            while sent < n:
+                frame = packer.next_frame(ring, seq + 1, me)
+                if frame is None:
+                    break
+                seq += 1
+                log.add(frame)
+                out.append(Multicast(frame))
+                sent += 1
+            my_bl = len(packer)
+            if self.blocked and my_bl <= self.max_pending // 2:
+                self.blocked = False
+                out.append(Backpressure(False))
+            if sent and self.state is OP:
+                self._deliver_ready(out)
+        # 3. the aru / aru_id rules, then my own gaps into rtr
+        aru, aru_id = log.update_aru(tok.aru, tok.aru_id, seq0, seq, me)
+        if log.my_aru < seq:
+            keep = keep + tuple(log.missing(seq, keep))
+        # 4. flow control fields
+        fcc = max(tok.fcc - self.my_prev_trc, 0) + sent
+        backlog = max(tok.backlog - self.my_pbl, 0) + my_bl
+        self.my_prev_trc, self.my_pbl = sent, my_bl
+        # 5. recovery progress
+        retrans_flg, retrans_id, rec_seq = tok.retrans_flg, tok.retrans_id, tok.rec_seq
+        if recovering:
+            if sent or my_bl:
+                retrans_flg, retrans_id = True, me
+                if sent:
+                    rec_seq = seq
+            elif retrans_flg and retrans_id == me:
+                retrans_flg, retrans_id = False, ""
+        if self.state is OP:
+            log.free()
+            if (
+                me == self.memb[0]
+                and self.now - self.last_merge_detect >= self.merge_detect_timeout
+            ):
+                self.last_merge_detect = self.now
+                out.append(Multicast(MergeDetect(ring, me)))
+        log.last_aru = aru
+        new = Token(
+            ring, tok.token_seq + 1, seq, aru, aru_id, keep, fcc, backlog,
+            retrans_flg, retrans_id, rec_seq,
+        )  # fmt: skip
+        out.append(
+            Record.of(
+                "token", op="sent", token_seq=new.token_seq, seq=seq, aru=aru, rtr=len(keep),
+                fcc=fcc, backlog=backlog,
+            )
+        )  # fmt: skip
+        self._pass_token(new, out)
+
+    def _next_of(self, memb: tuple[str, ...]) -> str:
+        i = memb.index(self.node_id)
+        return memb[(i + 1) % len(memb)]
+
+    def _pass_token(self, tok: Token, out: Out) -> None:
+        memb = self.plan.memb if self.state is RE and self.plan is not None else self.memb
+        nxt = self._next_of(memb)
+        self.last_token_seq = tok.token_seq
+        if nxt == self.node_id:  # a ring of one: the token comes back after the hold time
+            self.held = tok
+            out.append(SetTimer(T_TOKEN_HOLD, self.token_hold))
+            return
+        out.append(Send(nxt, tok))
+        self.last_sent = (nxt, tok)
+        self.sent_seq = tok.seq
+        self.rt_armed = True
+        out.append(SetTimer(T_TOKEN_RETRANSMIT, self.token_retransmit_timeout))
+
+    def _act_token_retransmit(self, out: Out) -> None:
+        if self.last_sent is None:
+            return
+        dst, tok = self.last_sent
+        out.append(Send(dst, tok))
+        out.append(Record.of("token", op="retransmit", token_seq=tok.token_seq, dst=dst))
+        self.rt_armed = True
+        out.append(SetTimer(T_TOKEN_RETRANSMIT, self.token_retransmit_timeout))
+
+    def _act_token_loss(self, out: Out) -> None:
+        self._enter_gather(
+            out,
+            set(self.memb),
+            self.gather.my_fail_set if self.state is not OP else set(),
+            reason="token loss",
+        )
+
+    def _act_fail_to_recv(self, out: Out, node: str) -> None:
+        self._enter_gather(out, set(self.memb), {node}, reason=f"failure to receive at {node}")
+
+    # ---- membership: Gather
+
+    def _enter_gather(
+        self,
+        out: Out,
+        procs: set[str],
+        fails: set[str],
+        *,
+        reason: str = "start",
+        fresh: bool = False,
+    ) -> None:
+        if self.state is not GA or fresh:
+            if self.state is not OP and not fresh:
+                procs = procs | self.gather.my_proc_set
+            self.gather.start(procs, fails)
+            self.alone_ok = False
+        self._leave_ring_state(out)
+        self._set_state(GA, out, reason)
+        self._send_join(out)
+        out.append(SetTimer(T_CONSENSUS, self.consensus_timeout))
+        self._check_consensus(out)
+
+    def _leave_ring_state(self, out: Out) -> None:
+        """Stop the token machinery; forget a new ring that was not installed."""
+        for t in (T_TOKEN_LOSS, T_TOKEN_RETRANSMIT, T_TOKEN_HOLD):
+            out.append(CancelTimer(t))
+        self.rt_armed = False
+        self.held = None
+        self.last_sent = None
+        self.commit = None
+        self.new_log = None
+        self.plan = None
+
+    def _send_join(self, out: Out) -> None:
+        out.append(Multicast(self.gather.join_msg(self.highest_seq)))
+        out.append(SetTimer(T_JOIN, self.join_timeout))
+
+    def _act_join(self, out: Out, src: str, join: Join) -> None:
+        g = self.gather
+        state = self.state
+        if src == self.node_id:
+            return
+        if state is OP:
+            if src in self.memb and join.ring_seq < self.ring_id.seq:
+                out.append(Record.of("drop", reason="stale join", src=src))
+                return
+            self._enter_gather(out, set(self.memb), set(), reason=f"join from {src}")
+            self._merge_join(out, src, join)
+            return
+        if state is CO or state is RE:
+            commit = self.commit
+            if (
+                commit is not None
+                and src in commit.memb_list
+                and (g.matches(join) or join.ring_seq < commit.ring_id.seq)
+            ):
+                return  # a late join from before the commit: the commit token settles it
+            self._enter_gather(out, set(), set(), reason=f"join from {src}")
+            self._merge_join(out, src, join)
+            return
+        self._merge_join(out, src, join)
+
+    def _merge_join(self, out: Out, src: str, join: Join) -> None:
+        g = self.gather
+        if src in g.my_fail_set:
+            return
+        fresh = join.ring_seq >= self.highest_seq
+        if join.ring_seq > self.highest_seq:
+            self.highest_seq = join.ring_seq
+        if g.merge(src, join, fresh):
+            self._send_join(out)
+        self._check_consensus(out)
+
+    def _check_consensus(self, out: Out) -> None:
+        g = self.gather
+        if self.state is GA and g.agreed() and g.representative() == self.node_id:
+            memb = g.members()
+            if len(memb) == 1 and not self.alone_ok:
+                return  # alone: wait one consensus timeout for others' joins first
+            ct = new_commit_token(self.highest_seq, self.node_id, memb, self._memb_entry())
+            self.highest_seq = ct.ring_id.seq
+            out.append(Persist(STORAGE_KEY, str(self.highest_seq).encode()))
+            self.commit = ct
+            self.last_token_seq = -1
+            self._enter_commit(out, "consensus: sent the commit token")
+            self._forward_commit(ct, out)
+
+    def _memb_entry(self) -> MembEntry:
+        log = self.log
+        return MembEntry(
+            self.node_id, log.ring_id, log.my_aru, log.delivered, log.high_seq,
+            log.my_aru >= log.high_seq,
+        )  # fmt: skip
+
+    def _act_join_timeout(self, out: Out) -> None:
+        self._send_join(out)
+
+    def _act_consensus_timeout(self, out: Out) -> None:
+        g = self.gather
+        self.alone_ok = True
+        g.fail_missing()  # agreed yet no commit token came, or some never answered: start over
+        self._send_join(out)
+        out.append(SetTimer(T_CONSENSUS, self.consensus_timeout))
+        self._check_consensus(out)
+
+    # ---- membership: Commit
+
+    def _enter_commit(self, out: Out, reason: str) -> None:
+        for t in (T_JOIN, T_CONSENSUS):
+            out.append(CancelTimer(t))
+        self._set_state(CO, out, reason)
+        out.append(SetTimer(T_TOKEN_LOSS, self.token_timeout))
+
+    def _forward_commit(self, ct: CommitToken, out: Out) -> None:
+        nxt = self._next_of(ct.memb_list)
+        self.last_token_seq = ct.token_seq
+        if nxt == self.node_id:
+            self._fire(Ev.COMMIT_TOKEN, out, ct, True)
+            return
+        out.append(Send(nxt, ct))
+        self.last_sent = (nxt, ct)  # type: ignore[assignment]
+        self.sent_seq = 1 << 62  # no frame is evidence for a commit token
+        self.rt_armed = True
+        out.append(SetTimer(T_TOKEN_RETRANSMIT, self.token_retransmit_timeout))
+
+    def _act_commit_token(self, out: Out, ct: CommitToken, local: bool = False) -> None:
+        me = self.node_id
+        memb = ct.memb_list
+        if me not in memb or not memb:
+            out.append(Record.of("drop", reason="commit token without me"))
+            return
+        if self.rt_armed:
+            self.rt_armed = False
+            out.append(CancelTimer(T_TOKEN_RETRANSMIT))
+        full = len(ct.entries) == len(memb)
+        state = self.state
+        if state is GA:
+            if ct.ring_id.seq <= self.highest_seq or memb != self.gather.members():
+                out.append(
+                    Record.of("drop", reason="commit token not agreed", ring=str(ct.ring_id))
+                )
+                return
+            if full or len(ct.entries) != memb.index(me) or ct.memb_index != len(ct.entries) - 1:
+                out.append(
+                    Record.of("drop", reason="commit token out of turn", ring=str(ct.ring_id))
+                )
+                return
+            # First rotation: add my entry, persist the new ring seq, pass it on.
+            self.highest_seq = ct.ring_id.seq
+            out.append(Persist(STORAGE_KEY, str(self.highest_seq).encode()))
+            new = CommitToken(
+                ct.ring_id, ct.token_seq + 1, memb, len(ct.entries),
+                (*ct.entries, self._memb_entry()),
+            )  # fmt: skip
+            self.commit = new
+            self._enter_commit(out, f"commit token for {ct.ring_id}")
+            self._forward_commit(new, out)
+            return
+        commit = self.commit
+        if commit is None or ct.ring_id != commit.ring_id or not full:
+            out.append(Record.of("drop", reason="unexpected commit token", ring=str(ct.ring_id)))
+            return
+        if not local and ct.token_seq <= self.last_token_seq:
+            out.append(Record.of("drop", reason="duplicate commit token"))
+            return
+        if state is CO:
+            # Second rotation: every member's entry is known; shift to Recovery.
+            self.commit = ct
+            self._enter_recovery(ct, out)
+            new = CommitToken(ct.ring_id, ct.token_seq + 1, memb, memb.index(me), ct.entries)
+            self._forward_commit(new, out)
+            return
+        # Recovery, at the representative: the third arrival becomes the regular token.
+        if me != memb[0]:
+            out.append(Record.of("drop", reason="commit token in recovery"))
+            return
+        self.last_token_seq = ct.token_seq
+        tok = Token(ct.ring_id, ct.token_seq + 1, 0, 0, "", (), 0, 0)
+        out.append(SetTimer(T_TOKEN_LOSS, self.token_timeout))
+        self._fire(Ev.TOKEN, out, tok, True)
+
+    # ---- recovery
+
+    def _enter_recovery(self, ct: CommitToken, out: Out) -> None:
+        self.plan = make_plan(ct, self.log)
+        self.new_log = RingLog(ct.ring_id)
+        self.my_prev_trc = self.my_pbl = 0
+        self.unchanged, self.prev_seq = 0, -1
+        self._set_state(RE, out, f"commit token second rotation for {ct.ring_id}")
+        out.append(SetTimer(T_TOKEN_LOSS, self.token_timeout))
+
+    def _install(self, out: Out) -> None:
+        """Recovery steps 2-6, atomically (seed 002, "Recovery Protocol - Six Steps")."""
+        plan = self.plan
+        assert plan is not None and self.new_log is not None
+        before, after = old_ring_deliveries(self.log, plan.high_ring_delivered)
+        for m in before:
+            self._emit(m, "safe" if m.safe else "agreed", out)
+        out.append(
+            InstallView(
+                View(transitional_view_id(plan.new_ring, plan.old_ring), plan.my_trans_memb, True)
+            )
+        )
+        for m in after:
+            self._emit(m, "safe" if m.safe else "agreed", out)
+        self.reasm.clear()
+        out.append(InstallView(View(str(plan.new_ring), plan.memb)))
+        self.ring_id = plan.new_ring
+        self.memb = plan.memb
+        self.log = self.new_log
+        self.new_log = None
+        self.plan = None
+        self.commit = None
+        self.gather.start(set(plan.memb), set())
+        self.packer.restart_fragment()
+        self.fr_count, self.fr_aru = 0, -1
+        self._set_state(OP, out, f"installed {plan.new_ring}")
+        self._deliver_ready(out)

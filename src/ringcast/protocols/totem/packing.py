@@ -1,0 +1,98 @@
+"""Packing small messages into frames, fragmenting large ones, and reassembly.
+
+The pending-submit queue is cut into frames on the token: consecutive messages of the same
+order share a frame while their estimated encoded size fits ``frame_size``; a message that
+alone does not fit is cut into fragments of one frame each. A fragmented message is always
+sent whole within one ring: when a new ring is installed the sender restarts the message it
+was cutting from its first fragment, and receivers drop partial reassemblies at every
+configuration change.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ringcast.protocols.totem._messages import Chunk, Mcast, RingId
+
+CHUNK_OVERHEAD = 16
+"""Estimated encoded bytes of a chunk besides its payload and message id."""
+
+
+class Packer:
+    """The node's pending-submit queue (``msg_id``, ``payload``, ``safe``), cut into frames."""
+
+    __slots__ = ("frag", "frame_size", "queue")
+
+    def __init__(self, frame_size: int) -> None:
+        self.frame_size = frame_size
+        self.queue: deque[tuple[str, bytes, bool]] = deque()
+        self.frag = 0  # index of the next fragment of the message at the head
+
+    def __len__(self) -> int:
+        return len(self.queue)
+
+    def push(self, msg_id: str, payload: bytes, safe: bool) -> None:
+        self.queue.append((msg_id, payload, safe))
+
+    def restart_fragment(self) -> None:
+        """A new ring: resend the message being fragmented from its first piece."""
+        self.frag = 0
+
+    def next_frame(self, ring_id: RingId, seq: int, sender: str) -> Mcast | None:
+        q = self.queue
+        if not q:
+            return None
+        budget = self.frame_size
+        msg_id, payload, safe = q[0]
+        cost = len(payload) + len(msg_id) + CHUNK_OVERHEAD
+        if cost > budget or self.frag:
+            piece = max(budget - len(msg_id) - CHUNK_OVERHEAD, 1)
+            frags = -(-len(payload) // piece)
+            i = self.frag
+            chunk = Chunk(msg_id, payload[i * piece : (i + 1) * piece], i, frags)
+            if i + 1 == frags:
+                q.popleft()
+                self.frag = 0
+            else:
+                self.frag = i + 1
+            return Mcast(ring_id, seq, sender, safe, (chunk,))
+        chunks = [Chunk(msg_id, payload)]
+        q.popleft()
+        used = cost
+        while q:
+            msg_id, payload, s = q[0]
+            cost = len(payload) + len(msg_id) + CHUNK_OVERHEAD
+            if s is not safe or used + cost > budget:
+                break
+            chunks.append(Chunk(msg_id, payload))
+            used += cost
+            q.popleft()
+        return Mcast(ring_id, seq, sender, safe, tuple(chunks))
+
+
+class Reassembler:
+    """Per-sender reassembly of fragmented messages, fed in delivery order."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self) -> None:
+        self.parts: dict[str, tuple[str, list[bytes]]] = {}
+
+    def feed(self, sender: str, chunk: Chunk) -> bytes | None:
+        """The whole payload once ``chunk`` completes its message, else None."""
+        if chunk.frag == 0:
+            cur = (chunk.msg_id, [chunk.payload])
+            self.parts[sender] = cur
+        else:
+            cur = self.parts.get(sender)  # type: ignore[assignment]
+            if cur is None or cur[0] != chunk.msg_id or len(cur[1]) != chunk.frag:
+                self.parts.pop(sender, None)  # a piece is missing: the message is lost
+                return None
+            cur[1].append(chunk.payload)
+        if len(cur[1]) >= chunk.frags:
+            del self.parts[sender]
+            return b"".join(cur[1])
+        return None
+
+    def clear(self) -> None:
+        self.parts.clear()

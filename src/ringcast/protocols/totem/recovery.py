@@ -1,0 +1,79 @@
+"""The recovery protocol (seed 002, "Recovery Protocol"; seed 001, "Протокол Восстановления").
+
+The six steps:
+
+1. old-ring messages above the lowest ``my_aru`` of the members that came from the same old
+   ring are rebroadcast on the new ring (:func:`make_plan` lists what this node can send);
+2. old-ring messages are delivered in order until a gap, or a safe message above
+   ``high_ring_delivered`` (the highest seq any of those members delivered);
+3. the transitional configuration (``my_trans_memb``) is installed;
+4. the remaining old-ring messages are delivered, up to the first gap;
+5. the regular configuration is installed;
+6. the node shifts to Operational.
+
+Steps 2-6 happen atomically at each node once the exchange of step 1 is known to be complete
+(:func:`old_ring_deliveries` computes steps 2 and 4).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from ringcast.protocols.totem._messages import CommitToken, Mcast, RingId
+from ringcast.protocols.totem.ordering import RingLog
+
+
+@dataclass(slots=True)
+class RecoveryPlan:
+    new_ring: RingId
+    memb: tuple[str, ...]
+    old_ring: RingId
+    my_trans_memb: tuple[str, ...]
+    low_ring_aru: int
+    high_ring_delivered: int
+    high_seq: int
+    queue: deque[int] = field(default_factory=deque)
+    recovered: set[int] = field(default_factory=set)
+    visits: int = 0
+
+
+def make_plan(ct: CommitToken, old: RingLog) -> RecoveryPlan:
+    """Read the commit token's second rotation: who shares my old ring, what to resend."""
+    mine = [e for e in ct.entries if e.ring_id == old.ring_id]
+    low = min(e.my_aru for e in mine)
+    high_delivered = max(e.high_delivered for e in mine)
+    high_seq = max(e.high_seq for e in mine)
+    queue = deque(s for s in range(low + 1, old.high_seq + 1) if s in old.msgs)
+    return RecoveryPlan(
+        new_ring=ct.ring_id,
+        memb=ct.memb_list,
+        old_ring=old.ring_id,
+        my_trans_memb=tuple(sorted(e.node for e in mine)),
+        low_ring_aru=low,
+        high_ring_delivered=high_delivered,
+        high_seq=high_seq,
+        queue=queue,
+    )
+
+
+def old_ring_deliveries(old: RingLog, high_ring_delivered: int) -> tuple[list[Mcast], list[Mcast]]:
+    """Steps 2 and 4: the old ring's undelivered frames before and after the transitional
+    configuration. Delivery stops at the first gap; the first safe frame above
+    ``high_ring_delivered`` and everything after it go to the transitional configuration."""
+    before: list[Mcast] = []
+    after: list[Mcast] = []
+    target = before
+    msgs = old.msgs
+    s = old.delivered + 1
+    while True:
+        m = msgs.get(s)
+        if m is None:
+            break
+        if type(m) is Mcast:
+            if target is before and m.safe and s > high_ring_delivered:
+                target = after
+            target.append(m)
+        s += 1
+    old.delivered = s - 1
+    return before, after
