@@ -6,3 +6,19 @@ unchanged in the deterministic simulator (:mod:`ringcast.sim`) and on a real net
 """
 
 __version__ = "0.1.0"
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ringcast.runtime import Group
+
+__all__ = ["Group", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    # The runtime (asyncio, cryptography) is imported only when the Group API is used.
+    if name == "Group":
+        from ringcast.runtime import Group
+
+        return Group
+    raise AttributeError(f"module 'ringcast' has no attribute {name!r}")

@@ -1,0 +1,235 @@
+"""The application API, asyncio first.
+
+::
+
+    async with Group.join("cluster.toml", "A") as g:
+        await g.multicast(b"hello", order="agreed")
+        async for ev in g.events():
+            if isinstance(ev, Delivery): ...
+            elif isinstance(ev, ViewChange): ...
+        async with g.lock():
+            ...
+
+``multicast`` waits while the protocol's flow control says so (``Backpressure``),
+so a sender can never queue without bound. ``events()`` yields deliveries and view
+changes (transitional and regular) in the order the protocol produced them; events
+are queued only while someone iterates (or after :meth:`Group.subscribe`), up to
+``max_events``; beyond that the oldest are dropped and counted in ``events_lost``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from ringcast.core.effects import Deliver
+from ringcast.core.events import ORDERS
+from ringcast.core.ids import View
+from ringcast.runtime.config import ClusterConfig, load_config
+from ringcast.runtime.host import NodeHost
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """An application message delivered to this node."""
+
+    msg_id: str
+    payload: bytes
+    order: str
+    sender: str
+
+
+@dataclass(frozen=True, slots=True)
+class ViewChange:
+    """A configuration installed at this node (``transitional`` for Totem's EVS ones)."""
+
+    view_id: str
+    members: tuple[str, ...]
+    transitional: bool
+
+
+GroupEvent = Delivery | ViewChange
+
+
+class LockUnavailable(RuntimeError):
+    """The cluster's protocol offers no mutual exclusion."""
+
+
+class Group:
+    """A joined group member. Create with ``async with Group.join(config, node_id)``."""
+
+    def __init__(self, config: ClusterConfig, node_id: str, *, max_events: int = 100_000):
+        self.config = config
+        self.host = NodeHost(config, node_id, listener=self)
+        self.max_events = max_events
+        self.events_lost = 0
+        self._queue: collections.deque[GroupEvent] = collections.deque()
+        self._subscribed = False
+        self._wakeup = asyncio.Event()
+        self._unblocked = asyncio.Event()
+        self._unblocked.set()
+        self._lock_waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._lock_mutex = asyncio.Lock()
+        self._view_seen = asyncio.Event()
+        self._closed = False
+
+    # ------------------------------------------------------------ joining
+
+    @classmethod
+    def join(cls, config: ClusterConfig | str | Path, node_id: str, **kwargs: int) -> _Joining:
+        """``async with Group.join(config, node_id) as g``: start the node, leave on exit."""
+        cfg = config if isinstance(config, ClusterConfig) else load_config(config)
+        return _Joining(cls(cfg, node_id, **kwargs))
+
+    async def start(self) -> None:
+        await self.host.start()
+
+    async def leave(self) -> None:
+        """Leave the group gracefully and close the node (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        await self.host.stop(graceful=True)
+        self._wakeup.set()
+        self._unblocked.set()
+        for f in self._lock_waiters:
+            if not f.done():
+                f.set_exception(RuntimeError("left the group"))
+
+    # ------------------------------------------------------------ properties
+
+    @property
+    def node_id(self) -> str:
+        return self.host.node_id
+
+    @property
+    def view(self) -> View | None:
+        """The configuration installed last (None before the first)."""
+        return self.host.view
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        v = self.host.view
+        return v.members if v is not None else ()
+
+    @property
+    def leader(self) -> str | None:
+        """The protocol's leader if it names one, else the first member of the view."""
+        return self.host.leader
+
+    # ------------------------------------------------------------ multicast
+
+    async def multicast(self, payload: bytes, order: str = "agreed") -> str:
+        """Multicast ``payload`` to the group; waits while flow control blocks. Returns its id."""
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+        if not isinstance(payload, bytes | bytearray | memoryview):
+            raise TypeError(f"payload must be bytes, got {type(payload).__name__}")
+        while self.host.blocked and not self._closed:
+            self._unblocked.clear()
+            await self._unblocked.wait()
+        if self._closed:
+            raise RuntimeError("left the group")
+        msg_id = self.host.submit(bytes(payload), order)
+        await asyncio.sleep(0)  # let the network and timers run between submits
+        return msg_id
+
+    async def wait_view(self, predicate=None, timeout: float | None = None) -> View:  # type: ignore[no-untyped-def]
+        """Wait until an installed regular view satisfies ``predicate`` (default: any)."""
+
+        async def waiter() -> View:
+            while True:
+                v = self.host.view
+                if v is not None and not v.transitional and (predicate is None or predicate(v)):
+                    return v
+                self._view_seen.clear()
+                await self._view_seen.wait()
+
+        return await asyncio.wait_for(waiter(), timeout)
+
+    # ------------------------------------------------------------ events
+
+    def subscribe(self) -> None:
+        """Start queuing events now (``events()`` does it on first use)."""
+        self._subscribed = True
+
+    async def events(self) -> AsyncIterator[GroupEvent]:
+        """Deliveries and view changes, in the order the protocol produced them."""
+        self._subscribed = True
+        while True:
+            while self._queue:
+                yield self._queue.popleft()
+            if self._closed:
+                return
+            self._wakeup.clear()
+            await self._wakeup.wait()
+
+    def _push(self, ev: GroupEvent) -> None:
+        if not self._subscribed:
+            return
+        if len(self._queue) >= self.max_events:
+            self._queue.popleft()
+            self.events_lost += 1
+        self._queue.append(ev)
+        self._wakeup.set()
+
+    # ------------------------------------------------------------ lock
+
+    @asynccontextmanager
+    async def lock(self) -> AsyncIterator[None]:
+        """Hold the group's mutual-exclusion lock for the block's duration."""
+        if not self.host.spec.offers_lock:
+            raise LockUnavailable(f"protocol {self.config.protocol!r} offers no lock")
+        async with self._lock_mutex:
+            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._lock_waiters.append(fut)
+            self.host.lock_request()
+            await fut
+            try:
+                yield
+            finally:
+                if self.host.holds_lock and not self._closed:
+                    self.host.lock_release()
+
+    # ------------------------------------------------------------ HostListener
+
+    def on_deliver(self, d: Deliver) -> None:
+        self._push(Delivery(d.msg_id, d.payload, d.order, d.sender))
+
+    def on_view(self, v: View) -> None:
+        self._push(ViewChange(v.view_id, v.members, v.transitional))
+        self._view_seen.set()
+
+    def on_lock(self, granted: bool, reason: str) -> None:
+        if granted and self._lock_waiters:
+            fut = self._lock_waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+
+    def on_backpressure(self, blocked: bool) -> None:
+        if not blocked:
+            self._unblocked.set()
+
+
+class _Joining:
+    """The async context manager returned by :meth:`Group.join`."""
+
+    def __init__(self, group: Group):
+        self.group = group
+
+    async def __aenter__(self) -> Group:
+        await self.group.start()
+        return self.group
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.group.leave()

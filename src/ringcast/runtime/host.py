@@ -1,0 +1,408 @@
+"""The asyncio host: runs one protocol machine on real UDP sockets.
+
+It mirrors :class:`ringcast.sim.world.Simulation`: events in, effects carried out.
+Timers come from the event loop's monotonic clock; ``Persist`` goes to a
+:class:`~ringcast.runtime.storage.StateStore`; every datagram is sealed and opened
+by :mod:`ringcast.runtime.security`; trace rows go to a
+:class:`~ringcast.runtime.tracelog.TraceLog`. What the application must see
+(deliveries, views, the lock, flow control) goes to a :class:`HostListener`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from typing import Any, Protocol
+
+from ringcast.core.codec import DecodeError, EncodeError, cluster_id_of, decode, encode
+from ringcast.core.effects import (
+    Backpressure,
+    CancelTimer,
+    Deliver,
+    InstallView,
+    LockGranted,
+    LockReleased,
+    Multicast,
+    Persist,
+    Record,
+    Send,
+    SetTimer,
+)
+from ringcast.core.events import (
+    Event,
+    LockRelease,
+    LockRequest,
+    Received,
+    Start,
+    Stop,
+    Submit,
+    TimerFired,
+)
+from ringcast.core.ids import View
+from ringcast.core.machine import Machine, MachineContext
+from ringcast.protocols import registry
+from ringcast.runtime.config import ClusterConfig
+from ringcast.runtime.log import RateLimit, node_logger
+from ringcast.runtime.metrics import Metrics
+from ringcast.runtime.security import Dropped, Opener, Sealer, check_nonce_tails, read_key_file
+from ringcast.runtime.storage import Reservation, StateStore
+from ringcast.runtime.tracelog import TraceLog, detail_json
+from ringcast.runtime.transport import UdpTransport
+
+_HOST_KEYS = "host."
+
+
+class HostListener(Protocol):
+    """What the application side of a host is told. Callbacks must not call back in."""
+
+    def on_deliver(self, d: Deliver) -> None: ...
+    def on_view(self, v: View) -> None: ...
+    def on_lock(self, granted: bool, reason: str) -> None: ...
+    def on_backpressure(self, blocked: bool) -> None: ...
+
+
+class NodeHost:
+    """One node of a cluster: a machine, its sockets, timers, storage and trace."""
+
+    def __init__(
+        self,
+        config: ClusterConfig,
+        node_id: str,
+        *,
+        listener: HostListener | None = None,
+        trace: bool = True,
+    ):
+        self.config = config
+        self.node = config.node(node_id)
+        self.node_id = node_id
+        self.listener = listener
+        self.spec = registry.get(config.protocol)
+        self.metrics = Metrics()
+        self.log = node_logger(node_id)
+        self.view: View | None = None
+        self.leader: str | None = None
+        self.state: dict[str, Any] = {}
+        self.blocked = False
+        self.holds_lock = False
+        self.running = False
+        self._trace_on = trace and config.trace_dir is not None
+        self._cluster_id = cluster_id_of(config.name)
+        self._addr = {n.node_id: n.addresses for n in config.nodes}
+        self._others = [n.node_id for n in config.nodes if n.node_id != node_id]
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._machine: Machine | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._transport: UdpTransport | None = None
+        self._trace: TraceLog | None = None
+        self._ticker: asyncio.Task[None] | None = None
+        self._warn = RateLimit()
+        self._nets = range(config.networks)
+        self._mcast = config.transport == "multicast"
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Open storage, trace and sockets, build the machine and feed it ``Start``."""
+        cfg = self.config
+        key = read_key_file(cfg.key_file)
+        if cfg.security == "aes-gcm":
+            check_nonce_tails(cfg.peers)
+        self.store = StateStore(cfg.state_dir / self.node_id)
+        storage = {k: v for k, v in self.store.load().items() if not k.startswith(_HOST_KEYS)}
+        restart = bool(storage)
+        self._msg_counter = Reservation(self.store, "msg_counter", block=1 << 16, floor=1)
+        self._seq = Reservation(self.store, "seq", block=1 << 20, floor=time.time_ns())
+        boot = self.store.get("host.boots")
+        self.boot = int(boot) + 1 if boot else 1
+        self.store.put("host.boots", str(self.boot).encode())
+        self._sealer = Sealer(key, cfg.security, self._cluster_id, self.node_id)
+        self._opener = Opener(key, cfg.security, self._cluster_id, cfg.peers)
+        if self._trace_on:
+            assert cfg.trace_dir is not None
+            self._trace = TraceLog(
+                cfg.trace_dir,
+                run=cfg.run_id,
+                node=self.node_id,
+                fmt=cfg.trace_format,
+                origin_ns=cfg.origin_ns,
+                store=self.store,
+                boot=self.boot,
+                rotate_ns=cfg.trace_rotate_ns,
+            )
+        self._loop = asyncio.get_running_loop()
+        self._transport = UdpTransport(
+            self.node.addresses, groups=cfg.multicast if self._mcast else ()
+        )
+        await self._transport.open(self._on_datagram)
+        ctx = MachineContext(
+            node_id=self.node_id,
+            members=cfg.members,
+            peers=cfg.peers,
+            settings=cfg.settings,
+            storage=storage,
+            networks=cfg.networks,
+            joining=self.node.join,
+            seed=int.from_bytes(os.urandom(8), "big"),
+        )
+        self._machine = self.spec.factory(ctx)
+        self.running = True
+        if restart:
+            self._row("fault", detail=detail_json({"action": "restart", "boot": self.boot}))
+        self.log.info(
+            "node started",
+            fields={"protocol": cfg.protocol, "boot": self.boot, "cluster": cfg.name},
+        )
+        self._feed(Start())
+        self._ticker = asyncio.create_task(self._tick_loop())
+
+    async def stop(self, *, graceful: bool = True) -> None:
+        """Leave the group (``Stop``) if ``graceful``, then close everything."""
+        if not self.running:
+            return
+        if graceful:
+            self._row("fault", detail=detail_json({"action": "leave"}))
+            self._feed(Stop())
+        self.running = False
+        for h in self._timers.values():
+            h.cancel()
+        self._timers.clear()
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+        if self._transport is not None:
+            self.metrics.packets_out = self._transport.packets_out
+            self._transport.close()
+        stats = self.metrics.as_dict()
+        stats.pop("rates", None)
+        self._row("stats", detail=detail_json(stats))
+        if self._trace is not None:
+            await asyncio.to_thread(self._trace.close)
+        self.log.info("node stopped", fields={"graceful": graceful})
+
+    async def _tick_loop(self) -> None:
+        period = min(1.0, self.config.trace_rotate_ns / 1e9)
+        while True:
+            await asyncio.sleep(period)
+            if self._transport is not None:
+                self.metrics.packets_out = self._transport.packets_out
+                self.metrics.bytes_out = self._transport.bytes_out
+                self.metrics.drops["send_buffer_full"] = self._transport.dropped_full
+            self.metrics.sample()
+            if self._trace is not None:
+                self._trace.tick()
+
+    # ------------------------------------------------------------ application side
+
+    def next_msg_id(self) -> str:
+        return f"{self.node_id}:{self._msg_counter.take()}"
+
+    def submit(self, payload: bytes, order: str = "agreed") -> str:
+        """Hand one application multicast to the machine; returns its message id."""
+        if not self.running:
+            raise RuntimeError(f"node {self.node_id} is not running")
+        msg_id = self.next_msg_id()
+        self.metrics.submitted += 1
+        self._row("submit", msg=msg_id, order=order, size=len(payload))
+        self._feed(Submit(msg_id, payload, order))
+        return msg_id
+
+    def lock_request(self) -> None:
+        self._row("lock", detail='{"op":"requested"}')
+        self._feed(LockRequest())
+
+    def lock_release(self) -> None:
+        self._feed(LockRelease())
+
+    def status(self) -> dict[str, Any]:
+        v = self.view
+        return {
+            "node": self.node_id,
+            "cluster": self.config.name,
+            "protocol": self.config.protocol,
+            "boot": getattr(self, "boot", 0),
+            "running": self.running,
+            "view": None
+            if v is None
+            else {"id": v.view_id, "members": list(v.members), "transitional": v.transitional},
+            "leader": self.leader,
+            "state": self.state,
+            "blocked": self.blocked,
+            "holds_lock": self.holds_lock,
+            "metrics": self.metrics.as_dict(),
+        }
+
+    # ------------------------------------------------------------ machine plumbing
+
+    def _now(self) -> int:
+        assert self._loop is not None
+        return int(self._loop.time() * 1_000_000_000)
+
+    def _feed(self, event: Event) -> None:
+        machine = self._machine
+        if machine is None or not self.running:
+            return
+        effects = machine.handle(event, self._now())
+        if effects:
+            self._apply(effects)
+
+    def _on_datagram(self, data: bytes, network: int) -> None:
+        m = self.metrics
+        m.packets_in += 1
+        m.bytes_in += len(data)
+        if not self.running:
+            return
+        try:
+            sender, body = self._opener.open(data)
+            if sender == self.node_id:
+                return  # our own multicast looped back
+            try:
+                frame = decode(body)
+            except DecodeError:
+                raise Dropped("malformed") from None
+            if frame.cluster_id != self._cluster_id:
+                raise Dropped("foreign_cluster")
+            if frame.sender != sender:
+                raise Dropped("sender_mismatch")
+        except Dropped as d:
+            m.drop(d.reason)
+            if self._warn.ready():
+                self.log.warning(
+                    "dropped packets", fields={"reason": d.reason, "drops": dict(m.drops)}
+                )
+            return
+        try:
+            self._feed(Received(sender, frame.msg, network))
+        except Exception:
+            m.handler_errors += 1
+            self.log.exception("protocol failed on a received message", fields={"src": sender})
+
+    def _on_timer(self, name: str, handle_box: list[asyncio.TimerHandle]) -> None:
+        if self._timers.get(name) is not handle_box[0]:
+            return
+        del self._timers[name]
+        self._feed(TimerFired(name))
+
+    def _packet(self, msg: Any) -> bytes | None:
+        try:
+            return encode(msg, sender=self.node_id, cluster_id=self._cluster_id)
+        except EncodeError as e:
+            self.log.error("cannot encode message", fields={"error": str(e)})
+            return None
+
+    def _send(self, dst: str, msg: Any, network: int | None) -> None:
+        addrs = self._addr.get(dst)
+        tr = self._transport
+        if addrs is None or tr is None:
+            self.metrics.drop("unknown_destination")
+            return
+        frame = self._packet(msg)
+        if frame is None:
+            return
+        for net in self._nets if network is None else (network,):
+            tr.send(self._sealer.seal(frame, self._seq.take()), addrs[net], net)
+
+    def _multicast(self, msg: Any, network: int | None) -> None:
+        tr = self._transport
+        frame = self._packet(msg)
+        if frame is None or tr is None:
+            return
+        for net in self._nets if network is None else (network,):
+            packet = self._sealer.seal(frame, self._seq.take())
+            if self._mcast:
+                tr.multicast(packet, net)
+            else:
+                for dst in self._others:
+                    tr.send(packet, self._addr[dst][net], net)
+
+    def _row(self, kind: str, **cols: Any) -> None:
+        if self._trace is not None:
+            self._trace.add(kind, **cols)
+
+    def _apply(self, effects: list[Any]) -> None:
+        listener = self.listener
+        for eff in effects:
+            tp = type(eff)
+            if tp is Send:
+                self._send(eff.dst, eff.msg, eff.network)
+            elif tp is Multicast:
+                self._multicast(eff.msg, eff.network)
+            elif tp is SetTimer:
+                old = self._timers.get(eff.name)
+                if old is not None:
+                    old.cancel()
+                assert self._loop is not None
+                box: list[asyncio.TimerHandle] = []
+                h = self._loop.call_later(eff.delay / 1e9, self._on_timer, eff.name, box)
+                box.append(h)
+                self._timers[eff.name] = h
+            elif tp is CancelTimer:
+                old = self._timers.pop(eff.name, None)
+                if old is not None:
+                    old.cancel()
+            elif tp is Deliver:
+                self.metrics.delivered += 1
+                self._row(
+                    "deliver",
+                    msg=eff.msg_id,
+                    order=eff.order,
+                    size=len(eff.payload),
+                    detail=detail_json({"sender": eff.sender}) if eff.sender else None,
+                )
+                if listener is not None:
+                    listener.on_deliver(eff)
+            elif tp is InstallView:
+                v = eff.view
+                self.view = v
+                self.metrics.views += 1
+                if not v.transitional and (self.leader is None or self.leader not in v.members):
+                    self.leader = v.members[0] if v.members else None
+                self._row(
+                    "view", view=v.view_id, members=list(v.members), transitional=v.transitional
+                )
+                self.log.info(
+                    "view installed",
+                    fields={
+                        "view": v.view_id,
+                        "members": list(v.members),
+                        "transitional": v.transitional,
+                    },
+                )
+                if listener is not None:
+                    listener.on_view(v)
+            elif tp is Record:
+                self._on_record(eff)
+            elif tp is Persist:
+                self.store.put(eff.key, eff.value)
+            elif tp is LockGranted:
+                self.holds_lock = True
+                self._row("lock", detail='{"op":"granted"}')
+                if listener is not None:
+                    listener.on_lock(True, "granted")
+            elif tp is LockReleased:
+                self.holds_lock = False
+                self._row("lock", detail=detail_json({"op": "released", "reason": eff.reason}))
+                if listener is not None:
+                    listener.on_lock(False, eff.reason)
+            elif tp is Backpressure:
+                self.blocked = eff.blocked
+                if listener is not None:
+                    listener.on_backpressure(eff.blocked)
+            else:
+                raise TypeError(f"{self.node_id}: protocol returned an unknown effect {eff!r}")
+
+    def _on_record(self, rec: Record) -> None:
+        kind = rec.kind
+        f = rec.fields
+        if kind == "token":
+            self.metrics.tokens += 1
+        elif kind == "state":
+            self.state = {k: v for k, v in f.items() if isinstance(v, str | int | float | bool)}
+        elif kind == "leader":
+            leader = f.get("leader", f.get("node"))
+            if leader is not None:
+                self.leader = str(leader)
+        if self._trace is not None:
+            self._trace.add_record(kind, f)

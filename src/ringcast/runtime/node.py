@@ -1,0 +1,150 @@
+"""Running one node in the foreground: the body of ``ringcast node``.
+
+The node joins, optionally runs a load generator (multicasting ``size``-byte messages
+at ``rate`` per second, or as fast as flow control allows when ``rate`` is 0),
+serves its status endpoint, and leaves the group cleanly on SIGTERM or SIGINT. With
+``summary`` it writes a JSON summary (counters, latency of its own messages from
+submit to local delivery) when it stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import struct
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ringcast.runtime.config import ClusterConfig
+from ringcast.runtime.group import Delivery, Group
+from ringcast.runtime.log import setup_logging
+from ringcast.runtime.status import StatusServer
+
+_STAMP = struct.Struct("!8sQ")
+_MAGIC = b"rcload\x00\x01"
+
+
+@dataclass(frozen=True)
+class Workload:
+    rate: float = 0.0  # messages a second; 0 = as fast as flow control allows
+    size: int = 100
+    order: str = "agreed"
+    count: int | None = None
+    duration: float | None = None
+
+
+class LatencyLog:
+    """Latencies (ns) of this node's own load messages, submit to local delivery."""
+
+    def __init__(self, limit: int = 1_000_000):
+        self.samples: list[int] = []
+        self.limit = limit
+
+    def add(self, ns: int) -> None:
+        if len(self.samples) < self.limit:
+            self.samples.append(ns)
+
+    def percentiles(self) -> dict[str, float | None]:
+        s = sorted(self.samples)
+        if not s:
+            return {"p50_ms": None, "p99_ms": None, "n": 0}
+        return {
+            "p50_ms": s[len(s) // 2] / 1e6,
+            "p99_ms": s[min(len(s) - 1, int(len(s) * 0.99))] / 1e6,
+            "n": len(s),
+        }
+
+
+def load_payload(size: int) -> bytes:
+    stamp = _STAMP.pack(_MAGIC, time.monotonic_ns())
+    return stamp + b"." * max(0, size - len(stamp)) if size >= len(stamp) else stamp[:size]
+
+
+async def _generate(g: Group, wl: Workload, stop: asyncio.Event) -> None:
+    sent = 0
+    t0 = time.monotonic()
+    while not stop.is_set():
+        if wl.count is not None and sent >= wl.count:
+            return
+        if wl.duration is not None and time.monotonic() - t0 >= wl.duration:
+            return
+        await g.multicast(load_payload(wl.size), wl.order)
+        sent += 1
+        if wl.rate > 0:
+            delay = t0 + sent / wl.rate - time.monotonic()
+            if delay > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), delay)
+
+
+async def _consume(g: Group, lat: LatencyLog) -> None:
+    me = g.node_id
+    async for ev in g.events():
+        if type(ev) is Delivery and ev.sender == me and ev.payload[:8] == _MAGIC:
+            lat.add(time.monotonic_ns() - _STAMP.unpack_from(ev.payload)[1])
+
+
+async def run_node(
+    config: ClusterConfig,
+    node_id: str,
+    *,
+    workload: Workload | None = None,
+    summary: Path | None = None,
+) -> dict[str, Any]:
+    """Run ``node_id`` until SIGTERM/SIGINT (or the workload's end with ``summary``)."""
+    setup_logging(config.log_level)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    lat = LatencyLog()
+    async with Group.join(config, node_id) as g:
+        g.subscribe()
+        status_srv = None
+        if g.host.node.status is not None:
+            status_srv = StatusServer(g.host.node.status, lambda: _status(g, lat))
+            await status_srv.start()
+        consumer = asyncio.create_task(_consume(g, lat))
+        gen = asyncio.create_task(_generate(g, workload, stop)) if workload else None
+        await stop.wait()
+        if gen is not None:
+            gen.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await gen
+        if status_srv is not None:
+            await status_srv.close()
+        result = _status(g, lat)
+    consumer.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await consumer
+    if summary is not None:
+        tmp = summary.with_name(f".{summary.name}.tmp")
+        tmp.write_text(json.dumps(result, default=str, indent=1))
+        tmp.replace(summary)
+    return result
+
+
+def _status(g: Group, lat: LatencyLog) -> dict[str, Any]:
+    st = g.host.status()
+    st["latency"] = lat.percentiles()
+    st["events_lost"] = g.events_lost
+    try:
+        import resource
+
+        st["max_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    except ImportError:  # pragma: no cover - not on Linux
+        pass
+    return st
+
+
+def run_forever(coro: Any) -> Any:
+    """Run ``coro`` on uvloop when it is installed, else on the default asyncio loop."""
+    try:
+        import uvloop  # type: ignore[import-not-found]
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)

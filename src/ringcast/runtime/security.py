@@ -1,0 +1,242 @@
+"""Datagram security: every packet carries the cluster id and is authenticated.
+
+Envelope (network byte order)::
+
+    magic   2 bytes  b"RS"
+    version u8       1
+    mode    u8       1 = HMAC-SHA256, 2 = AES-256-GCM
+    cluster u32      cluster id (hash of the cluster name)
+    seq     u64      sender sequence number, strictly increasing across restarts
+    slen    u8       length of the sender id
+    sender  slen     sender node id, UTF-8
+    body    ...      a wire frame (HMAC mode) or its AES-GCM ciphertext
+    tag     32 / 16  HMAC-SHA256 of everything before it, or the GCM tag
+
+The header is authenticated in both modes (GCM: as associated data). Subkeys for
+each mode are derived from the cluster key file, so one key never serves two
+algorithms. The GCM nonce is the 8-byte ``seq`` plus 4 bytes derived from the sender
+id, unique per key as long as ``seq`` never repeats for a sender (see
+:class:`~ringcast.runtime.storage.Reservation`) and no two node ids share those 4
+bytes (checked when the cluster is loaded).
+
+:class:`Opener` verifies a packet and checks ``seq`` against a per-sender sliding
+window: packets from an older incarnation of a sender (an old ring) or seen before
+are replays. Every refusal is a :class:`Dropped` with a reason, counted by the host.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+import stat
+import struct
+from collections.abc import Iterable
+from pathlib import Path
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+MAGIC = b"RS"
+VERSION = 1
+MODE_HMAC = 1
+MODE_GCM = 2
+MODES = {"hmac": MODE_HMAC, "aes-gcm": MODE_GCM}
+KEY_BYTES = 32
+HMAC_TAG = 32
+GCM_TAG = 16
+REPLAY_WINDOW = 4096
+
+_HEAD = struct.Struct("!2sBBIQB")
+_U64 = struct.Struct("!Q")
+MIN_PACKET = _HEAD.size + 1 + GCM_TAG
+
+DROP_REASONS = (
+    "truncated",
+    "garbage",
+    "bad_mode",
+    "foreign_cluster",
+    "unknown_sender",
+    "bad_tag",
+    "replay",
+    "malformed",
+    "sender_mismatch",
+)
+
+
+class KeyFileError(ValueError):
+    """The key file is missing, malformed or readable by others."""
+
+
+class Dropped(Exception):
+    """A packet refused before the protocol sees it; ``reason`` is one of DROP_REASONS."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+# ---------------------------------------------------------------- key files
+
+
+def write_key_file(path: str | Path, *, force: bool = False) -> Path:
+    """Write a fresh 256-bit key (hex) to ``path``, readable by its owner only."""
+    p = Path(path)
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
+    try:
+        fd = os.open(p, flags, 0o600)
+    except FileExistsError:
+        raise KeyFileError(f"{p}: exists already (use --force to replace it)") from None
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, (secrets.token_hex(KEY_BYTES) + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return p
+
+
+def read_key_file(path: str | Path) -> bytes:
+    """The key in ``path``; refuse a file that group or others can read or write."""
+    p = Path(path)
+    try:
+        st = p.stat()
+        text = p.read_text().strip()
+    except FileNotFoundError:
+        raise KeyFileError(f"{p}: no such key file (create one with `ringcast keygen`)") from None
+    except OSError as e:
+        raise KeyFileError(f"{p}: cannot read key file: {e.strerror}") from None
+    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise KeyFileError(
+            f"{p}: key file permissions {stat.S_IMODE(st.st_mode):04o} are too open (use 0600)"
+        )
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        raise KeyFileError(f"{p}: key file must hold {KEY_BYTES * 2} hex digits") from None
+    if len(key) != KEY_BYTES:
+        raise KeyFileError(f"{p}: key is {len(key)} bytes, expected {KEY_BYTES}")
+    return key
+
+
+def _subkey(master: bytes, label: bytes) -> bytes:
+    return hmac.digest(master, b"ringcast/v1/" + label, "sha256")
+
+
+def _nonce_tail(sender: str) -> bytes:
+    return hashlib.sha256(sender.encode()).digest()[:4]
+
+
+def check_nonce_tails(node_ids: Iterable[str]) -> None:
+    """Raise ``ValueError`` if two node ids would share a GCM nonce space."""
+    seen: dict[bytes, str] = {}
+    for n in node_ids:
+        tail = _nonce_tail(n)
+        if tail in seen:
+            raise ValueError(f"node ids {seen[tail]!r} and {n!r} collide in the AES-GCM nonce")
+        seen[tail] = n
+
+
+# ---------------------------------------------------------------- sealing
+
+
+class Sealer:
+    """Wraps this node's outgoing frames in authenticated envelopes."""
+
+    def __init__(self, key: bytes, mode: str, cluster_id: int, sender: str):
+        self.mode = MODES[mode]
+        sender_b = sender.encode()
+        if not 0 < len(sender_b) < 256:
+            raise ValueError(f"sender id {sender!r} must be 1..255 bytes")
+        self._head = _HEAD.pack(MAGIC, VERSION, self.mode, cluster_id, 0, 0)[:8]
+        self._sender = bytes([len(sender_b)]) + sender_b
+        self._hkey = _subkey(key, b"hmac-sha256")
+        self._gcm = AESGCM(_subkey(key, b"aes-256-gcm")) if self.mode == MODE_GCM else None
+        self._tail = _nonce_tail(sender)
+
+    def seal(self, frame: bytes, seq: int) -> bytes:
+        """The envelope of ``frame``; ``seq`` must never repeat for this sender and key."""
+        header = self._head + _U64.pack(seq) + self._sender
+        if self._gcm is None:
+            data = header + frame
+            return data + hmac.digest(self._hkey, data, "sha256")
+        nonce = _U64.pack(seq) + self._tail
+        return header + self._gcm.encrypt(nonce, frame, header)
+
+
+class _Window:
+    __slots__ = ("bits", "top")
+
+    def __init__(self, seq: int):
+        self.top = seq
+        self.bits = 1
+
+    def accept(self, seq: int) -> bool:
+        """True the first time ``seq`` is seen inside the window, else False (a replay)."""
+        if seq > self.top:
+            shift = seq - self.top
+            self.bits = ((self.bits << shift) | 1) & ((1 << REPLAY_WINDOW) - 1)
+            self.top = seq
+            return True
+        back = self.top - seq
+        if back >= REPLAY_WINDOW:
+            return False
+        mask = 1 << back
+        if self.bits & mask:
+            return False
+        self.bits |= mask
+        return True
+
+
+class Opener:
+    """Checks incoming envelopes; :meth:`open` returns ``(sender, frame)`` or raises Dropped."""
+
+    def __init__(self, key: bytes, mode: str, cluster_id: int, senders: Iterable[str]):
+        self.mode = MODES[mode]
+        self._cluster = cluster_id
+        self._hkey = _subkey(key, b"hmac-sha256")
+        self._gcm = AESGCM(_subkey(key, b"aes-256-gcm")) if self.mode == MODE_GCM else None
+        self._tails = {n: _nonce_tail(n) for n in senders}
+        self._windows: dict[str, _Window] = {}
+
+    def open(self, data: bytes) -> tuple[str, bytes]:
+        n = len(data)
+        if n < MIN_PACKET:
+            raise Dropped("truncated")
+        magic, version, mode, cluster, seq, slen = _HEAD.unpack_from(data, 0)
+        if magic != MAGIC or version != VERSION:
+            raise Dropped("garbage")
+        if cluster != self._cluster:
+            raise Dropped("foreign_cluster")
+        if mode != self.mode:
+            raise Dropped("bad_mode")
+        hlen = _HEAD.size + slen
+        tag = HMAC_TAG if mode == MODE_HMAC else GCM_TAG
+        if n < hlen + tag + 1:
+            raise Dropped("truncated")
+        try:
+            sender = data[_HEAD.size : hlen].decode()
+        except UnicodeDecodeError:
+            raise Dropped("garbage") from None
+        tail = self._tails.get(sender)
+        if tail is None:
+            raise Dropped("unknown_sender")
+        if self._gcm is None:
+            body_end = n - HMAC_TAG
+            expect = hmac.digest(self._hkey, data[:body_end], "sha256")
+            if not hmac.compare_digest(expect, data[body_end:]):
+                raise Dropped("bad_tag")
+            frame = data[hlen:body_end]
+        else:
+            nonce = struct.pack("!Q", seq) + tail
+            try:
+                frame = self._gcm.decrypt(nonce, data[hlen:], data[:hlen])
+            except InvalidTag:
+                raise Dropped("bad_tag") from None
+        win = self._windows.get(sender)
+        if win is None:
+            self._windows[sender] = _Window(seq)
+        elif not win.accept(seq):
+            raise Dropped("replay")
+        return sender, frame

@@ -1,0 +1,148 @@
+"""A node's runtime trace: rows of the trace schema, written in rotated segment files.
+
+Rows are buffered in memory and cut into segments every ``rotate_ns`` of wall time
+(or ``max_rows`` rows). A finished segment is written by a background thread through
+:func:`ringcast.trace.open_writer` to a hidden temporary name, then renamed to
+``<node>.<boot>.<segment>.<ext>``, so a reader never sees a half-written file and a
+node killed with ``kill -9`` loses at most its current segment.
+
+``t`` is wall-clock nanoseconds since the run's origin (shared by every node of a
+cluster started together); ``i`` comes from a :class:`~ringcast.runtime.storage.Reservation`
+so it keeps increasing across restarts of the node.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from ringcast.runtime.storage import Reservation, StateStore
+from ringcast.trace import open_writer
+
+RECORD_COLUMNS = ("msg", "order", "view", "members", "transitional", "size")
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, set | frozenset):
+        return sorted(v)
+    if isinstance(v, tuple):
+        return list(v)
+    if isinstance(v, bytes):
+        return v.hex()
+    return str(v)
+
+
+def detail_json(fields: dict[str, Any] | None) -> str | None:
+    if not fields:
+        return None
+    return json.dumps(fields, sort_keys=True, separators=(",", ":"), default=_jsonable)
+
+
+class TraceLog:
+    """Collects one node's trace rows and writes them out in segments."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        run: str,
+        node: str,
+        fmt: str,
+        origin_ns: int,
+        store: StateStore,
+        boot: int,
+        rotate_ns: int = 5_000_000_000,
+        max_rows: int = 200_000,
+    ):
+        self.dir = directory
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.run = run
+        self.node = node
+        self.fmt = fmt
+        self.origin = origin_ns
+        self.rotate_ns = rotate_ns
+        self.max_rows = max_rows
+        self._boot = boot
+        self._index = Reservation(store, "trace_index", block=1 << 20)
+        self._rows: list[tuple[Any, ...]] = []
+        self._segment = 0
+        self._cut_at = time.monotonic_ns() + rotate_ns
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"trace-{node}")
+        self._pending: list[Future[None]] = []
+        self.rows_written = 0
+
+    def add(
+        self,
+        kind: str,
+        msg: str | None = None,
+        order: str | None = None,
+        view: str | None = None,
+        members: list[str] | None = None,
+        transitional: bool | None = None,
+        size: int | None = None,
+        detail: str | None = None,
+    ) -> None:
+        t = time.time_ns() - self.origin
+        self._rows.append(
+            (
+                self.run,
+                self.node,
+                t,
+                self._index.take(),
+                kind,
+                msg,
+                order,
+                view,
+                members,
+                transitional,
+                size,
+                detail,
+            )
+        )
+        if len(self._rows) >= self.max_rows:
+            self.cut()
+
+    def add_record(self, kind: str, fields: dict[str, Any]) -> None:
+        """A protocol ``Record``: column-named fields fill columns, the rest is detail."""
+        cols = {k: fields[k] for k in RECORD_COLUMNS if k in fields}
+        rest = {k: v for k, v in fields.items() if k not in cols}
+        if cols.get("members") is not None:
+            cols["members"] = [str(m) for m in cols["members"]]
+        if cols.get("view") is not None:
+            cols["view"] = str(cols["view"])
+        self.add(kind, detail=detail_json(rest), **cols)
+
+    def tick(self) -> None:
+        """Cut a segment when its time is up (called periodically by the host)."""
+        if time.monotonic_ns() >= self._cut_at:
+            self.cut()
+
+    def cut(self) -> None:
+        self._cut_at = time.monotonic_ns() + self.rotate_ns
+        if not self._rows:
+            return
+        rows, self._rows = self._rows, []
+        self._segment += 1
+        name = f"{self.node}.{self._boot}.{self._segment:05d}.{self.fmt}"
+        self.rows_written += len(rows)
+        self._pending = [f for f in self._pending if not f.done()]
+        self._pending.append(self._pool.submit(self._write, rows, name))
+
+    def _write(self, rows: list[tuple[Any, ...]], name: str) -> None:
+        tmp = self.dir / f".{name}.tmp"
+        writer = open_writer(tmp, self.fmt)
+        try:
+            writer.write(rows)
+        finally:
+            writer.close()
+        tmp.replace(self.dir / name)
+
+    def close(self) -> None:
+        """Write what is buffered and wait for every segment to be on disk."""
+        self.cut()
+        for f in self._pending:
+            f.result()
+        self._pool.shutdown(wait=True)
