@@ -15,6 +15,7 @@ MS = 1_000_000
 
 FAST = {
     "eating_timeout": 2 * MS,
+    "busy_eating_timeout": 2 * MS,  # the same hold with and without traffic
     "hungry_timeout": 60 * MS,
     "starving_timeout": 30 * MS,
     "rto": 3 * MS,

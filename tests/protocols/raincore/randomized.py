@@ -63,6 +63,8 @@ def random_scenario(seed: int) -> tuple[Scenario, list[tuple[int, int]], set[str
             "max_tries": 4,
             "lock_max_hold": "5ms",
             "max_token_messages": 32,
+            # Half the runs hold a busy token as long as an idle one (and run faster).
+            "busy_eating_timeout": "1ms" if seed % 2 else "2ms",
         },
         "network": {
             "latency": {"dist": "uniform", "low": "0.3ms", "high": "1.5ms"},

@@ -9,6 +9,7 @@ from ringcast.protocols.raincore._messages import (
     NINE11_SIGNATURE,
     TOKEN_SIGNATURE,
     DeliveredUpTo,
+    Demand,
     GlobalViewEntry,
     Msg911,
     Snapshot,
@@ -20,7 +21,9 @@ from ringcast.protocols.raincore._messages import (
 from .harness import Net
 
 ENTRY = TokenMessage("A", 2, 7, "A:7", b"\x00payload", "agreed", 41)
-TOKEN = Token(TOKEN_SIGNATURE, 41, ("A", "C", "B", "D"), 1, 2, 3, (ENTRY,))
+TOKEN = Token(
+    TOKEN_SIGNATURE, 41, ("A", "C", "B", "D"), 1, 2, 3, (ENTRY,), (Demand("A", 5), Demand("C", 1))
+)
 CALL = Msg911(NINE11_SIGNATURE, ("B", "C", "D", "A"), 1, 2, 0, 13, Status.REJECT)
 SAMPLES = [
     ENTRY,
@@ -28,6 +31,7 @@ SAMPLES = [
     CALL,
     GlobalViewEntry(2, ("A", "C", "D")),
     DeliveredUpTo("B", 1, 9),
+    Demand("D", 12),
     Snapshot(
         3,
         (GlobalViewEntry(1, ("A", "B")), GlobalViewEntry(2, (), True)),

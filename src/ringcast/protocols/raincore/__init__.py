@@ -44,6 +44,26 @@ SETTINGS = {
     "max_token_messages": Setting(
         "int", 64, "most application messages riding on the token at once", minimum=1
     ),
+    "max_token_bytes": Setting(
+        "int",
+        48 * 1024,
+        "most bytes of application messages (estimated encoded size) on the token at once; "
+        "keeps the token within one UDP datagram",
+        minimum=1024,
+    ),
+    "max_pending": Setting(
+        "int",
+        512,
+        "submitted messages a node queues for the token before it applies Backpressure",
+        minimum=1,
+    ),
+    "busy_eating_timeout": Setting(
+        "duration",
+        1 * MS,
+        "how long a node keeps the token while traffic flows (the token carries messages or "
+        "some wait for it); eating_timeout paces an idle token",
+        minimum=1,
+    ),
     "primary_component": Setting(
         "bool",
         True,

@@ -47,6 +47,16 @@ class TokenMessage:
     stamp: int
 
 
+@wire(0x0104)
+@dataclass(frozen=True, slots=True)
+class Demand:
+    """One node's backlog, as it reported it when it last passed the token: how many
+    submitted messages were waiting for room on the token (the fair-share rule)."""
+
+    origin: NodeId
+    pending: int
+
+
 @wire(0x0102)
 @dataclass(frozen=True, slots=True)
 class Token:
@@ -65,6 +75,7 @@ class Token:
     destination: int
     global_view_number: int
     messages: tuple[TokenMessage, ...] = ()
+    demand: tuple[Demand, ...] = ()
 
     @property
     def current_node(self) -> NodeId:
@@ -172,6 +183,7 @@ class Snapshot:
 
 MESSAGE_TYPES: tuple[type, ...] = (
     TokenMessage,
+    Demand,
     Token,
     Msg911,
     GlobalViewEntry,

@@ -79,6 +79,9 @@ class RaincoreSettings:
     lock_max_hold: int = 50_000_000
     max_token_messages: int = 64
     primary_component: bool = True
+    max_token_bytes: int = 48 * 1024
+    max_pending: int = 512
+    busy_eating_timeout: int = 1_000_000
 
     @classmethod
     def from_mapping(cls, s: dict[str, Any]) -> RaincoreSettings:
@@ -90,6 +93,9 @@ class RaincoreSettings:
             lock_max_hold=int(s["lock_max_hold"]),
             max_token_messages=int(s["max_token_messages"]),
             primary_component=bool(s["primary_component"]),
+            max_token_bytes=int(s["max_token_bytes"]),
+            max_pending=int(s["max_pending"]),
+            busy_eating_timeout=int(s["busy_eating_timeout"]),
         )
 
 
@@ -141,6 +147,8 @@ class RaincoreMachine:
             self.node_id,
             incarnation,
             max_token_messages=settings.max_token_messages,
+            max_token_bytes=settings.max_token_bytes,
+            max_pending=settings.max_pending,
             delivered=delivered,
         )
         self.lock = TokenLock(settings.lock_max_hold)
@@ -197,7 +205,7 @@ class RaincoreMachine:
             return self.multicast.submit(event)
         if tp is LockRequest:
             self.lock.request()
-            return self.lock.on_eating(now) if self.tokenState is TokenState.EATING else []
+            return self._grant_lock(now)
         if tp is LockRelease:
             out = self.lock.release()
             if out and self.tokenState is TokenState.EATING:
@@ -253,7 +261,7 @@ class RaincoreMachine:
             self.tokenState = TokenState.EATING
             out.append(Record.of("token", op="created", seq=token.sequence_number))
             out.append(self._record_state("init"))
-            out.extend(self.lock.on_eating(now))
+            out.extend(self._grant_lock(now))
             out.append(SetTimer(EATING_TIMER, self.settings.eating_timeout))
         else:
             out.append(SetTimer(HUNGRY_TIMER, self.settings.hungry_timeout))
@@ -313,9 +321,30 @@ class RaincoreMachine:
         out = self.multicast.on_token(self.token, came_round=came_round)
         if out:
             out.append(self._persist())  # the duplicate filter survives a crash
-        out.extend(self.lock.on_eating(now))
-        out.append(SetTimer(EATING_TIMER, self.settings.eating_timeout))
+        out.extend(self._grant_lock(now))
+        out.append(SetTimer(EATING_TIMER, self._eating_time(self.token)))
         return out
+
+    def _grant_lock(self, now: int) -> list[Effect]:
+        """Decision: the lock is granted only by a token eaten in Agreement. Two live
+        copies of the token exist after a false failure-on-delivery (the token arrived,
+        its acks did not, e.g. a partition cut in mid-transfer): the sender reroutes its
+        copy in Chaos. A copy in Chaos grants nothing until its whole ring has confirmed
+        its nodelist twice (Reserve, commit), which a copy on the wrong side of a
+        partition never does, and by which time the other copy has died at the first
+        node that saw the newer sequence number -- unless a lock holds it longer."""
+        if self.tokenState is not TokenState.EATING or self.viewState is not ViewState.AGREEMENT:
+            return []
+        return self.lock.on_eating(now)
+
+    def _eating_time(self, token: Token) -> int:
+        """Decision: the eating time paces an idle token; while traffic flows (the token
+        carries messages or some wait here) the node holds it only busy_eating_timeout,
+        so a rotation under load costs the hops, not the ring size x eating_timeout."""
+        s = self.settings
+        if self.multicast.busy(token):
+            return min(s.eating_timeout, s.busy_eating_timeout)
+        return s.eating_timeout
 
     def _commit(self, members: tuple[NodeId, ...]) -> list[Effect]:
         """ "commit to globalViewVector" at the reserved location."""
@@ -518,7 +547,8 @@ class RaincoreMachine:
         if remaining > 0:
             # The lock holder keeps the token, up to lock_max_hold.
             return [SetTimer(EATING_TIMER, min(self.settings.eating_timeout, remaining))]
-        out.extend(self.lock.release("max_hold"))
+        if self.lock.held:  # (a request still waiting for Agreement stays queued)
+            out.extend(self.lock.release("max_hold"))
         me = self.node_id
         new = [n for n in self.newNodes if n not in token.nodelist]
         if new:

@@ -6,6 +6,14 @@ application messages on the token when it passes the token on; every node delive
 the messages it has not delivered yet, in token order, when the token reaches it; the
 originator takes its messages off when they come back after one full rotation.
 
+Flow control (not in the seed, see docs/protocols/raincore.md): the token holds at most
+``max_token_messages`` messages and ``max_token_bytes`` bytes (estimated encoded size),
+so it always fits in one UDP datagram; each node's share of that capacity in a rotation
+is proportional to its backlog among the backlogs the token carries (``Token.demand``,
+the fair-share rule of Totem's flow control), at least one message; and a node's queue
+of submitted messages waiting for the token is bounded by ``max_pending``, with
+``Backpressure`` toward the application.
+
 :class:`TokenLock` -- mutual exclusion: the lock is granted while the node holds the
 token (Eating), and the token is held while the lock is, up to a bound.
 """
@@ -14,13 +22,29 @@ from __future__ import annotations
 
 from collections import deque
 
-from ringcast.core.effects import Backpressure, Deliver, Effect, LockGranted, LockReleased
+from ringcast.core.effects import (
+    Backpressure,
+    Deliver,
+    Effect,
+    LockGranted,
+    LockReleased,
+    Record,
+)
 from ringcast.core.events import Submit
 from ringcast.core.ids import NodeId
-from ringcast.protocols.raincore._messages import DeliveredUpTo, Token, TokenMessage
+from ringcast.protocols.raincore._messages import DeliveredUpTo, Demand, Token, TokenMessage
 
 ORDER = "agreed"
 """Token messages are delivered in one total order: the token's."""
+
+MESSAGE_OVERHEAD = 48
+"""Bytes a message costs on the token beyond its payload, ids and order strings (its
+integer fields and length prefixes on the wire codec: 40, rounded up)."""
+
+
+def message_size(origin: NodeId, msg_id: str, payload: bytes) -> int:
+    """The (slightly over-)estimated encoded size of one message on the token."""
+    return len(payload) + len(msg_id) + len(origin) + len(ORDER) + MESSAGE_OVERHEAD
 
 
 class TokenMulticast:
@@ -32,12 +56,15 @@ class TokenMulticast:
         incarnation: int,
         *,
         max_token_messages: int,
+        max_token_bytes: int = 48 * 1024,
+        max_pending: int | None = None,
         delivered: tuple[DeliveredUpTo, ...] = (),
     ):
         self.node_id = node_id
         self.incarnation = incarnation
         self.max_token_messages = max_token_messages
-        self.max_pending = 8 * max_token_messages
+        self.max_token_bytes = max_token_bytes
+        self.max_pending = 8 * max_token_messages if max_pending is None else max_pending
         self.pending: deque[Submit] = deque()
         self.blocked = False
         self._oseq = 0
@@ -51,6 +78,17 @@ class TokenMulticast:
         return tuple(DeliveredUpTo(o, i, s) for o, (i, s) in sorted(self.delivered.items()))
 
     def submit(self, event: Submit) -> list[Effect]:
+        size = message_size(self.node_id, event.msg_id, event.payload)
+        if size > self.max_token_bytes:
+            # Decision: a message that can never fit on the token is refused, not queued.
+            return [
+                Record.of(
+                    "drop",
+                    reason="message larger than max_token_bytes",
+                    msg=event.msg_id,
+                    size=len(event.payload),
+                )
+            ]
         self.pending.append(event)
         if not self.blocked and len(self.pending) >= self.max_pending:
             self.blocked = True
@@ -75,10 +113,30 @@ class TokenMulticast:
                 out.append(Deliver(m.msg_id, m.payload, ORDER, m.origin))
         return out
 
+    def busy(self, token: Token) -> bool:
+        """Traffic is flowing: the token carries messages or this node has some waiting."""
+        return bool(token.messages or self.pending)
+
+    def share(self, token: Token) -> tuple[int, int]:
+        """This node's fair share of the token's capacity in this rotation, in messages
+        and bytes: the capacity times its backlog over the sum of the backlogs on the
+        token (the others' as they reported them when they last passed it), rounded up,
+        at least one message."""
+        mine = len(self.pending)
+        if not mine:
+            return 0, 0
+        me, ring = self.node_id, token.nodelist
+        total = mine + sum(d.pending for d in token.demand if d.origin != me and d.origin in ring)
+        return (
+            max(1, -(-self.max_token_messages * mine // total)),
+            -(-self.max_token_bytes * mine // total),
+        )
+
     def on_pass(self, token: Token) -> tuple[Token, list[Effect]]:
         """Before the token leaves: take off this node's messages (they have made a full
         rotation), drop messages of departed nodes that have made one, and put this
-        node's pending messages on (delivering them here, at their place in the order)."""
+        node's pending messages on, up to its fair share and the room left (delivering
+        them here, at their place in the order); report its backlog on the token."""
         ring = len(token.nodelist)
         me = self.node_id
         alone = token.nodelist == (me,)
@@ -90,25 +148,39 @@ class TokenMulticast:
         )
         self._returned.clear()
         out: list[Effect] = []
-        room = self.max_token_messages - len(kept)
+        share_n, share_b = self.share(token)
+        backlog = len(self.pending)
+        room_n = min(share_n, self.max_token_messages - len(kept))
+        room_b = self.max_token_bytes - sum(
+            message_size(m.origin, m.msg_id, m.payload) for m in kept
+        )
         added: list[TokenMessage] = []
+        used_b = 0
         stamp = token.sequence_number + 1  # the number the token leaves with
-        while room > 0 and self.pending:
-            sub = self.pending.popleft()
+        while len(added) < room_n and self.pending:
+            sub = self.pending[0]
+            size = message_size(me, sub.msg_id, sub.payload)
+            # At least one message a rotation if it fits, whatever the byte share.
+            if used_b + size > room_b or (added and used_b + size > share_b):
+                break
+            self.pending.popleft()
+            used_b += size
             self._oseq += 1
             m = TokenMessage(
-                self.node_id, self.incarnation, self._oseq, sub.msg_id, sub.payload, ORDER, stamp
+                me, self.incarnation, self._oseq, sub.msg_id, sub.payload, ORDER, stamp
             )
             added.append(m)
-            self.delivered[self.node_id] = (self.incarnation, self._oseq)
-            out.append(Deliver(m.msg_id, m.payload, ORDER, self.node_id))
-            room -= 1
+            self.delivered[me] = (self.incarnation, self._oseq)
+            out.append(Deliver(m.msg_id, m.payload, ORDER, me))
         if self.blocked and len(self.pending) <= self.max_pending // 2:
             self.blocked = False
             out.append(Backpressure(False))
-        if not added and len(kept) == len(token.messages):
+        demand = tuple(d for d in token.demand if d.origin != me and d.origin in token.nodelist) + (
+            (Demand(me, backlog),) if backlog else ()
+        )
+        if not added and len(kept) == len(token.messages) and demand == token.demand:
             return token, out
-        return token.with_(messages=kept + tuple(added)), out
+        return token.with_(messages=kept + tuple(added), demand=demand), out
 
 
 class TokenLock:
