@@ -5,10 +5,25 @@ application multicast is a reliable-unicast fan-out delivered in per-sender FIFO
 order. It gives no total order and no view agreement under partitions: it is the
 yardstick the token protocols are measured against, and the smallest protocol that
 exercises every part of the simulator and the runtime.
+
+Flow control (a window per peer, in the protocol, not in the shared reliable layer):
+the sender numbers its messages to each peer (``BasicData.seq``, per boot ``epoch``)
+and counts those in flight, sent but not acknowledged. The receiver acknowledges
+cumulatively with a small ``BasicAck(epoch, upto)``, sent reliably every ``window // 4``
+messages from that sender. When a peer's in-flight count reaches ``window`` the node
+emits ``Backpressure(True)`` (the host holds new submits), and ``Backpressure(False)``
+once every peer is at or below ``window // 2``. So the reliable layer's retransmit
+queue to any peer never holds more than ``window`` messages (plus a few acks), whatever
+the application does. A peer that cannot be reached does not block the others: its
+in-flight count is dropped when the transport reports ``SendFailed`` for a message to
+it, or when the failure detector suspects it. The count is per sender boot, so a
+restarted receiver (which acknowledges the sender's sequence numbers, not its own
+counts) or a restarted sender (a new epoch; acks of the old one are ignored) never
+leaves a stale count behind.
 """
 
 from ringcast.core.units import MS
-from ringcast.protocols.basic.machine import BasicMachine, make_basic
+from ringcast.protocols.basic.machine import BasicAck, BasicData, BasicMachine, make_basic
 from ringcast.protocols.registry import ProtocolSpec, Setting, register
 
 SPEC = register(
@@ -22,9 +37,15 @@ SPEC = register(
                 "duration", 20 * MS, "reliable unicast retransmission timeout", minimum=1
             ),
             "max_tries": Setting("int", 5, "transmissions before failure-on-delivery", minimum=1),
+            "window": Setting(
+                "int",
+                256,
+                "messages in flight to one peer (unacknowledged by it) before Backpressure",
+                minimum=1,
+            ),
         },
         doc=__doc__ or "",
     )
 )
 
-__all__ = ["SPEC", "BasicMachine", "make_basic"]
+__all__ = ["SPEC", "BasicAck", "BasicData", "BasicMachine", "make_basic"]
