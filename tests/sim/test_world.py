@@ -194,3 +194,20 @@ def test_same_seed_same_trace_other_seed_other_trace() -> None:
     a, b, c = run(7, **doc).table(), run(7, **doc).table(), run(8, **doc).table()
     assert a.equals(b)
     assert not a.equals(c)
+
+
+def test_oversized_datagrams_are_dropped_like_udp() -> None:
+    res = run(
+        protocol="basic",
+        network={"latency": "1ms", "max_datagram": 500},
+        workload=[{"nodes": ["A"], "rate": 10, "count": 4, "size": 1000, "order": "fifo"}],
+    )
+    drops = [e for e in res.events("drop", "A") if e["detail"]["reason"] == "oversized datagram"]
+    assert drops and all(e["detail"]["bytes"] > 500 for e in drops)
+    assert not res.events("deliver", "B")  # nothing that large got through
+    ok = run(
+        protocol="basic",
+        network={"latency": "1ms"},
+        workload=[{"nodes": ["A"], "rate": 10, "count": 4, "size": 1000, "order": "fifo"}],
+    )
+    assert len(ok.events("deliver", "B")) == 4

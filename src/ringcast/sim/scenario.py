@@ -33,6 +33,9 @@ ACTIONS = (
 )
 WORKLOAD_KINDS = ("multicast", "lock")
 DEFAULT_LATENCY = Latency("constant", value=1_000_000)
+# The largest message body a UDP datagram carries: 65,507 bytes of IPv4 UDP payload
+# less room for ringcast's frame header and security envelope.
+MAX_DATAGRAM = 65_400
 
 
 class ScenarioError(ValueError):
@@ -69,6 +72,7 @@ class NetworkModel:
     reorder: float = 0.0
     reorder_delay: int = 2_000_000
     networks: int = 1
+    max_datagram: int = MAX_DATAGRAM
     links: tuple[LinkRule, ...] = ()
     drops: tuple[DropRule, ...] = ()
 
@@ -222,6 +226,7 @@ def _parse_network(raw: Any, nodes: tuple[str, ...], where: str) -> NetworkModel
     kw["reorder"] = _prob(t, "reorder")
     kw["reorder_delay"] = _duration(t, "reorder_delay", 2_000_000)
     kw["networks"] = _int(t, "networks", 1, minimum=1)
+    kw["max_datagram"] = _int(t, "max_datagram", MAX_DATAGRAM, minimum=0)
     links = []
     for i, lr in enumerate(t.get("links", []) or []):
         lt = _Table(lr, f"{t.path('links')}[{i}]")

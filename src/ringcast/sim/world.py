@@ -297,6 +297,16 @@ class Simulation:
         ):
             node.lost += 1
             return
+        if size > self._net.max_datagram > 0:
+            # Like UDP, the network refuses a datagram larger than it can carry.
+            node.lost += 1
+            self.rec.add(
+                src,
+                self.sched.now,
+                "drop",
+                detail={"reason": "oversized datagram", "dst": dst, "bytes": size},
+            )
+            return
         if self._drops and self._dropped_by_rule(src, dst, msg):
             node.lost += 1
             return
