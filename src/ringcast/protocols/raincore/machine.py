@@ -118,6 +118,9 @@ class RaincoreMachine:
         self.reservedIndex: int | None = None
         self.lastReserved: tuple[NodeId, ...] = ()
         self.token: Token | None = None  # the token in hand while Eating
+        # Decision (the 911 vote): until this time a starving node that let through the
+        # 911 of a node with a newer token does not regenerate on its own 911.
+        self.yieldedUntil: int | None = None
         self.stopped = False
         self.tokenState = TokenState.STARVING
         self.viewState = ViewState.CHAOS
@@ -287,6 +290,7 @@ class RaincoreMachine:
         out: list[Effect] = [CancelTimer(HUNGRY_TIMER), CancelTimer(STARVING_TIMER)]
         starving = self.tokenState is TokenState.STARVING
         self.tokenState = TokenState.EATING
+        self.yieldedUntil = None
         token = token.with_(current=token.destination)  # "Update token.currentNode"
         # Decision: a token that ends starvation confirms nothing -- the localView it is
         # compared with dates from before the node lost the ring.
@@ -400,6 +404,9 @@ class RaincoreMachine:
             if veto:
                 out.extend(self._answer_911(m, Status.NO))
             else:
+                # Decision: letting the 911 through is a vote for its originator; this
+                # node's own 911 coming back YES must not regenerate a second token.
+                self.yieldedUntil = now + self.settings.hungry_timeout
                 nxt = (m.current + 1) % len(m.nodelist)
                 out.extend(self._send_911_msg(m.with_(destination=nxt)))
             return out
@@ -427,11 +434,20 @@ class RaincoreMachine:
         base = self.lastToken
         if base is None:
             return [Record.of("911", op="answer", status="YES", note="no token to copy")]
-        if self.settings.primary_component and not self._quorum(m.nodelist):
-            return [Record.of("911", op="answer", status="YES", note="no primary component")]
-        nodelist = tuple(n for n in base.nodelist if n in m.nodelist)
+        if self.yieldedUntil is not None and now < self.yieldedUntil:
+            # Decision: this node voted for a 911 with a newer token since it sent its own.
+            return [Record.of("911", op="answer", status="YES", note="yielded")]
+        # Decision: the new ring is exactly the nodes that let the 911 through (they are
+        # reachable and starving), in lastToken's order, then the others in route order.
+        # lastToken's nodelist alone may have shrunk (reroutes before the node starved)
+        # to a minority, and the quorum must hold for the ring that will commit.
+        voters = set(m.nodelist) | {self.node_id}
+        nodelist = tuple(n for n in base.nodelist if n in voters)
+        nodelist += tuple(n for n in m.nodelist if n not in nodelist)
         if self.node_id not in nodelist:
             nodelist = (self.node_id, *nodelist)
+        if self.settings.primary_component and not self._quorum(nodelist):
+            return [Record.of("911", op="answer", status="YES", note="no primary component")]
         me = nodelist.index(self.node_id)
         token = base.with_(
             sequence_number=base.sequence_number + REGENERATION_GAP,
@@ -442,6 +458,7 @@ class RaincoreMachine:
         )
         self.lastToken = self.token = token
         self.tokenState = TokenState.EATING
+        self.yieldedUntil = None
         out: list[Effect] = [
             CancelTimer(STARVING_TIMER),
             Record.of("token", op="regenerated", seq=token.sequence_number),
