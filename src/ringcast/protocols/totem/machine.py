@@ -555,6 +555,14 @@ class TotemMachine:
         state = self.state
         if src == self.node_id:
             return
+        if state is not GA and self.node_id in join.fail_set:
+            # Decision: a node in Gather that has failed this one will not agree to a ring
+            # with it; unless it is a member of the ring (or commit) this node is in, its
+            # join is not a reason to leave: its ring and ours merge once both operate.
+            ring = self.commit.memb_list if state is not OP and self.commit else self.memb
+            if src not in ring:
+                out.append(Record.of("drop", reason="join failing this node", src=src))
+                return
         if state is OP:
             if src in self.memb and join.ring_seq < self.ring_id.seq:
                 out.append(Record.of("drop", reason="stale join", src=src))

@@ -53,6 +53,17 @@ class Gatherer:
         failures seen in an earlier round do not keep coming back.
         """
         self.heard.add(src)
+        if self.me in join.fail_set:
+            # Decision: ``src`` has failed this node; it ignores this node's joins until it
+            # has formed a ring, so it will never agree to one with this node: fail it too.
+            # (Otherwise fail sets that name each other in a cycle deadlock Gather.)
+            proc = self.my_proc_set | set(join.proc_set) | {src}
+            fail = self.my_fail_set | {src}
+            changed = proc != self.my_proc_set or fail != self.my_fail_set
+            if changed:
+                self.my_proc_set, self.my_fail_set = proc, fail
+                self.consensus = {self.me}
+            return changed
         proc = self.my_proc_set | set(join.proc_set) | {src}
         fail = self.my_fail_set | (set(join.fail_set) - {self.me}) if fresh else self.my_fail_set
         changed = proc != self.my_proc_set or fail != self.my_fail_set
