@@ -13,7 +13,7 @@ from ringcast.cli.main import main
 from ringcast.cli.runtime import gather_status, status_table
 from ringcast.runtime.config import load_config
 
-from .conftest import PROTOCOLS, make_config
+from .conftest import PROTOCOLS, LogWatch, await_status, make_config
 
 
 def test_keygen(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -46,15 +46,21 @@ def test_cluster_up_status_down(tmp_path: Path, capsys: pytest.CaptureFixture[st
         up = json.loads(capsys.readouterr().out)
         assert set(up["pids"]) == {"n1", "n2", "n3"}
         cfg = load_config(d / "cluster.toml")
+        nodes = {"n1", "n2", "n3"}
+        for n in sorted(nodes):
+            watch = LogWatch(d / "logs" / f"{n}.log")
+            try:
+                watch.wait_ready(0, 30)  # its status endpoint listens from then on
+            finally:
+                watch.close()
 
         async def converged() -> list[dict]:  # type: ignore[type-arg]
-            while True:
-                rows = await gather_status(cfg)
-                if all("view" in r and r["view"] and len(r["view"]["members"]) == 3 for r in rows):
-                    return rows
-                await asyncio.sleep(0.1)
+            for n in sorted(nodes):  # long polls: each answers once its view is complete
+                await await_status(cfg.node(n).status, 30, members=nodes)
+            return await gather_status(cfg)
 
-        rows = asyncio.run(asyncio.wait_for(converged(), 30))
+        rows = asyncio.run(converged())
+        assert all(r["view"] and set(r["view"]["members"]) == nodes for r in rows)
         table = status_table(rows)
         assert table.splitlines()[0].split()[:4] == ["node", "view", "members", "state"]
         assert len(table.splitlines()) == 4

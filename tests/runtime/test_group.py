@@ -41,10 +41,18 @@ def test_three_nodes_multicast_and_views(tmp_path: Path, protocol: str) -> None:
             readers = [asyncio.create_task(_collect(g, per_node * 3, got[g.node_id])) for g in gs]
 
             async def send(g: Group) -> None:
+                me = g.node_id
                 for k in range(per_node):
-                    await g.multicast(f"{g.node_id}-{k}".encode(), order="agreed")
+                    await g.multicast(f"{me}-{k}".encode(), order="agreed")
                     if k % 10 == 9:
-                        await asyncio.sleep(0.005)  # basic has no flow control: pace it
+                        # basic has no flow control: keep at most 10 of our own
+                        # messages undelivered (the reader task fills got[me]).
+                        await until(
+                            lambda k=k: sum(d.sender == me for d in got[me]) >= k + 1 - 10,
+                            20,
+                            f"{me}'s own messages delivered",
+                            g,
+                        )
 
             await asyncio.gather(*(send(g) for g in gs))
             await asyncio.wait_for(asyncio.gather(*readers), 20)
@@ -94,6 +102,8 @@ def test_lock(tmp_path: Path, protocol: str) -> None:
                         inside += 1
                         assert inside == 1, "two lock holders at once"
                         holders.append(g.node_id)
+                        # Hold the lock for a while (not a wait for anything): a second
+                        # holder, if the protocol allowed one, would show up meanwhile.
                         await asyncio.sleep(0.002)
                         inside -= 1
 
@@ -112,7 +122,7 @@ def test_multicast_rejects_bad_input(tmp_path: Path) -> None:
                 await g.multicast(b"x", order="random")
             with pytest.raises(TypeError):
                 await g.multicast("text")  # type: ignore[arg-type]
-            await until(lambda: g.view is not None, 5, "a first view")
+            await until(lambda: g.view is not None, 5, "a first view", g)
             evs = []
             g.subscribe()
             await g.multicast(b"solo")

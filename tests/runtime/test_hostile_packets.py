@@ -15,7 +15,7 @@ from ringcast.layers.detector import Heartbeat
 from ringcast.runtime import Delivery, Group
 from ringcast.runtime.security import Sealer
 
-from .conftest import PROTOCOLS, make_config
+from .conftest import PROTOCOLS, make_config, until
 
 NODES = ["A", "B", "C"]
 PROTOCOL = "totem" if "totem" in PROTOCOLS else "basic"
@@ -48,7 +48,7 @@ def test_hostile_packets_are_dropped_while_the_group_delivers(
             tr.send = spy  # type: ignore[method-assign]
             for k in range(10):
                 await gs[1].multicast(b"prime %d" % k)
-            await asyncio.wait_for(_until(lambda: len(captured) >= 1), 10)
+            await until(lambda: len(captured) >= 1, 10, "a packet from B to A", gs[1])
             tr.send = real_send  # type: ignore[method-assign]
 
             frame = encode(Heartbeat(), sender="B", cluster_id=cluster_id_of("test"))
@@ -70,7 +70,7 @@ def test_hostile_packets_are_dropped_while_the_group_delivers(
                 sock.close()
             a = gs[0].host.metrics
             total = len(attack)
-            await asyncio.wait_for(_until(lambda: a.dropped >= total), 10)
+            await until(lambda: a.dropped >= total, 10, "every hostile packet dropped", gs[0])
             assert a.drops["bad_tag"] >= counts["bad_tag"]
             assert a.drops["foreign_cluster"] >= counts["foreign_cluster"]
             assert a.drops["replay"] >= counts["replay"]
@@ -89,11 +89,6 @@ def test_hostile_packets_are_dropped_while_the_group_delivers(
                 assert set(g.members) == set(NODES)
 
     asyncio.run(main())
-
-
-async def _until(pred) -> None:  # type: ignore[no-untyped-def]
-    while not pred():
-        await asyncio.sleep(0.005)
 
 
 async def _delivered(g: Group, payload: bytes) -> None:

@@ -4,7 +4,7 @@ The test builds its own namespaces: one "switch" namespace holding a bridge, and
 namespace a host with a veth pair into the switch. Nothing is added to the test
 machine's own network namespace, and everything is deleted at the end. The nodes
 run as ``ringcast node`` processes inside the host namespaces; the test follows
-their views through their runtime traces (rotated every 200 ms).
+their views through their logs ("view installed" records, read as they are written).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,9 +22,8 @@ import pytest
 
 from ringcast.runtime.cluster import write_cluster
 from ringcast.runtime.config import load_config, render_config
-from ringcast.trace import read_trace
 
-from .conftest import PROTOCOLS
+from .conftest import PROTOCOLS, LogWatch
 
 IP = shutil.which("ip")
 pytestmark = pytest.mark.skipif(
@@ -86,29 +84,14 @@ def bridge_lab() -> Iterator[dict[str, str]]:
             subprocess.run([IP or "ip", "netns", "del", ns], capture_output=True, timeout=10)
 
 
-def _views(trace_dir: Path) -> dict[str, tuple[str, ...]]:
-    """The last regular view each node traced so far."""
-    if not any(trace_dir.glob("*.jsonl")):
-        return {}
-    t = read_trace(trace_dir).to_pydict()
-    last: dict[str, tuple[int, tuple[str, ...]]] = {}
-    for node, i, kind, members, trans in zip(
-        t["node"], t["i"], t["kind"], t["members"], t["transitional"], strict=True
-    ):
-        if kind == "view" and not trans and (node not in last or i > last[node][0]):
-            last[node] = (i, tuple(sorted(members)))
-    return {n: v for n, (_, v) in last.items()}
-
-
-def _await(trace_dir: Path, want: dict[str, set[str]], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    seen: dict[str, tuple[str, ...]] = {}
-    while time.monotonic() < deadline:
-        seen = _views(trace_dir)
-        if all(set(seen.get(n, ())) == m for n, m in want.items()):
-            return
-        time.sleep(0.1)  # polling the trace files, bounded by the deadline
-    pytest.fail(f"{what}: not reached within {timeout}s; last views {seen}")
+def _await(logs: dict[str, LogWatch], want: dict[str, set[str]], timeout: float, what: str) -> None:
+    """Until each node in ``want`` logs a regular view of exactly those members."""
+    for n, members in want.items():
+        logs[n].wait_for(
+            lambda _recs, w=logs[n], m=members: set(w.last_view() or ()) == m,
+            timeout,
+            f"{what}: a view of {sorted(members)} at {n}",
+        )
 
 
 @pytest.mark.parametrize("protocol", [p for p in PROTOCOLS if p in ("basic", "totem")])
@@ -129,8 +112,8 @@ def test_link_down_partition_then_heal(
             trace_rotate="200ms",
         )
     )
-    trace_dir = tmp_path / "trace"
     procs: dict[str, subprocess.Popen[bytes]] = {}
+    logs = {n: LogWatch(tmp_path / f"{n}.log") for n in HOSTS}
     try:
         for n, ns in bridge_lab.items():
             log = open(tmp_path / f"{n}.log", "wb")  # noqa: SIM115
@@ -157,11 +140,11 @@ def test_link_down_partition_then_heal(
             )
             log.close()
         everyone = set(HOSTS)
-        _await(trace_dir, dict.fromkeys(HOSTS, everyone), 30, "initial view")
+        _await(logs, dict.fromkeys(HOSTS, everyone), 30, "initial view")
         _ip("-n", bridge_lab["n3"], "link", "set", "eth0", "down")
-        _await(trace_dir, {"n1": {"n1", "n2"}, "n2": {"n1", "n2"}}, 30, "partition view")
+        _await(logs, {"n1": {"n1", "n2"}, "n2": {"n1", "n2"}}, 30, "partition view")
         _ip("-n", bridge_lab["n3"], "link", "set", "eth0", "up")
-        _await(trace_dir, dict.fromkeys(HOSTS, everyone), 30, "healed view")
+        _await(logs, dict.fromkeys(HOSTS, everyone), 30, "healed view")
         for p in procs.values():
             p.send_signal(signal.SIGTERM)
         for n, p in procs.items():
@@ -171,3 +154,5 @@ def test_link_down_partition_then_heal(
             if p.poll() is None:
                 p.kill()
                 p.wait()
+        for w in logs.values():
+            w.close()

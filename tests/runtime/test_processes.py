@@ -8,7 +8,6 @@ and, for the total-order protocols, the same relative order at every survivor.
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 import subprocess
 from pathlib import Path
@@ -18,54 +17,29 @@ import pytest
 
 from ringcast.runtime.cluster import spawn_node, write_cluster
 from ringcast.runtime.config import load_config
-from ringcast.runtime.status import fetch_status
 from ringcast.trace import read_trace
 
-from .conftest import PROTOCOLS, TOTAL_ORDER
+from .conftest import PROTOCOLS, TOTAL_ORDER, LogWatch, await_status, fetch_json
 
 NODES = ["n1", "n2", "n3", "n4"]
 VICTIM = "n2"
 LOAD = ["--rate", "150", "--size", "100"]
 
 
-async def _status(addr: tuple[str, int]) -> dict[str, Any] | None:
-    try:
-        return json.loads(await fetch_status(addr, timeout=1.0))
-    except (OSError, TimeoutError, ValueError):
-        return None
-
-
 async def _await_views(cfg: Any, nodes: list[str], want: set[str], timeout: float) -> None:
     """Until every node in ``nodes`` reports a regular view with exactly ``want``."""
-
-    async def ok() -> bool:
-        for n in nodes:
-            st = await _status(cfg.node(n).status)
-            v = st and st["view"]
-            if not v or v["transitional"] or set(v["members"]) != want:
-                return False
-        return True
-
-    async def poll() -> None:
-        while not await ok():
-            await asyncio.sleep(0.05)
-
-    try:
-        await asyncio.wait_for(poll(), timeout)
-    except TimeoutError:
-        pytest.fail(f"{nodes} did not all install a view of {sorted(want)} within {timeout}s")
+    await asyncio.gather(*(await_status(cfg.node(n).status, timeout, members=want) for n in nodes))
 
 
 async def _await_progress(cfg: Any, nodes: list[str], more: int, timeout: float) -> None:
     """Until each node in ``nodes`` delivered ``more`` messages beyond its count now."""
-    base = {n: (await _status(cfg.node(n).status))["metrics"]["delivered"] for n in nodes}
 
-    async def poll() -> None:
-        for n in nodes:
-            while (await _status(cfg.node(n).status))["metrics"]["delivered"] < base[n] + more:
-                await asyncio.sleep(0.05)
+    async def one(n: str) -> None:
+        addr = cfg.node(n).status
+        base = (await fetch_json(addr))["metrics"]["delivered"]
+        await await_status(addr, timeout, delivered=base + more)
 
-    await asyncio.wait_for(poll(), timeout)
+    await asyncio.gather(*(one(n) for n in nodes))
 
 
 def _check_traces(trace: dict[str, list[Any]], protocol: str) -> dict[str, list[str]]:
@@ -113,9 +87,12 @@ def test_kill_restart_rejoin(tmp_path: Path, protocol: str) -> None:
     )
     cfg = load_config(path)
     procs: dict[str, subprocess.Popen[bytes]] = {}
+    logs = {n: LogWatch(tmp_path / "logs" / f"{n}.log") for n in NODES}
     try:
         for n in NODES:
             procs[n] = spawn_node(path, n, tmp_path / "logs", LOAD)
+        for n in NODES:
+            logs[n].wait_ready(0, 30)  # its status endpoint listens from then on
         everyone = set(NODES)
         survivors = [n for n in NODES if n != VICTIM]
         asyncio.run(_await_views(cfg, NODES, everyone, 30))
@@ -124,7 +101,9 @@ def test_kill_restart_rejoin(tmp_path: Path, protocol: str) -> None:
         procs[VICTIM].wait(10)
         asyncio.run(_await_views(cfg, survivors, set(survivors), 30))
         asyncio.run(_await_progress(cfg, survivors, 100, 30))
+        seen = len(logs[VICTIM].records)
         procs[VICTIM] = spawn_node(path, VICTIM, tmp_path / "logs", LOAD)
+        logs[VICTIM].wait_ready(seen, 30)
         asyncio.run(_await_views(cfg, NODES, everyone, 30))
         asyncio.run(_await_progress(cfg, NODES, 100, 30))
         for p in procs.values():
@@ -136,6 +115,8 @@ def test_kill_restart_rejoin(tmp_path: Path, protocol: str) -> None:
             if p.poll() is None:
                 p.kill()
                 p.wait()
+        for w in logs.values():
+            w.close()
     trace = read_trace(tmp_path / "trace", check_order=True).to_pydict()
     seqs = _check_traces(trace, protocol)
     for n in NODES:

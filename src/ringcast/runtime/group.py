@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,15 +33,10 @@ from ringcast.core.ids import View
 from ringcast.runtime.config import ClusterConfig, load_config
 from ringcast.runtime.host import NodeHost
 
-
-@dataclass(frozen=True, slots=True)
-class Delivery:
-    """An application message delivered to this node."""
-
-    msg_id: str
-    payload: bytes
-    order: str
-    sender: str
+Delivery = Deliver
+"""An application message delivered to this node: ``msg_id``, ``payload``, ``order``,
+``sender``. It is the protocol's own :class:`~ringcast.core.effects.Deliver`, handed over
+as it is (no copy a delivery)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +134,29 @@ class Group:
         await asyncio.sleep(0)  # let the network and timers run between submits
         return msg_id
 
+    async def multicast_many(self, payloads: Iterable[bytes], order: str = "agreed") -> list[str]:
+        """Multicast each of ``payloads`` in turn; returns their ids.
+
+        Like calling :meth:`multicast` for each, but it yields to the event loop only
+        when flow control blocks and once at the end, not once a message: the way to
+        send a burst. ``payloads`` is consumed lazily, an item just before its submit.
+        """
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+        host = self.host
+        ids = []
+        for payload in payloads:
+            if not isinstance(payload, bytes | bytearray | memoryview):
+                raise TypeError(f"payload must be bytes, got {type(payload).__name__}")
+            while host.blocked and not self._closed:
+                self._unblocked.clear()
+                await self._unblocked.wait()
+            if self._closed:
+                raise RuntimeError("left the group")
+            ids.append(host.submit(bytes(payload), order))
+        await asyncio.sleep(0)
+        return ids
+
     async def wait_view(self, predicate=None, timeout: float | None = None) -> View:  # type: ignore[no-untyped-def]
         """Wait until an installed regular view satisfies ``predicate`` (default: any)."""
 
@@ -152,6 +170,12 @@ class Group:
 
         return await asyncio.wait_for(waiter(), timeout)
 
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float | None = None) -> None:
+        """Wait until ``predicate()`` is true, re-checking it at each change of the node's
+        state (a datagram, a protocol event, a delivery, a view); ``TimeoutError`` after
+        ``timeout`` seconds."""
+        await wait_for_change(predicate, [self.host], timeout)
+
     # ------------------------------------------------------------ events
 
     def subscribe(self) -> None:
@@ -164,6 +188,20 @@ class Group:
         while True:
             while self._queue:
                 yield self._queue.popleft()
+            if self._closed:
+                return
+            self._wakeup.clear()
+            await self._wakeup.wait()
+
+    async def batches(self) -> AsyncIterator[list[GroupEvent]]:
+        """Like :meth:`events`, a list at a time: everything queued when the consumer woke."""
+        self._subscribed = True
+        while True:
+            if self._queue:
+                batch = list(self._queue)
+                self._queue.clear()
+                yield batch
+                continue
             if self._closed:
                 return
             self._wakeup.clear()
@@ -199,7 +237,13 @@ class Group:
     # ------------------------------------------------------------ HostListener
 
     def on_deliver(self, d: Deliver) -> None:
-        self._push(Delivery(d.msg_id, d.payload, d.order, d.sender))
+        if self._subscribed:
+            q = self._queue
+            if len(q) >= self.max_events:
+                q.popleft()
+                self.events_lost += 1
+            q.append(d)
+            self._wakeup.set()
 
     def on_view(self, v: View) -> None:
         self._push(ViewChange(v.view_id, v.members, v.transitional))
@@ -214,6 +258,25 @@ class Group:
     def on_backpressure(self, blocked: bool) -> None:
         if not blocked:
             self._unblocked.set()
+
+
+async def wait_for_change(
+    predicate: Callable[[], bool], hosts: Sequence[NodeHost], timeout: float | None = None
+) -> None:
+    """Wait until ``predicate()`` is true, re-checking it whenever one of ``hosts`` changes
+    state (no polling); ``TimeoutError`` after ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    while not predicate():
+        left = None if deadline is None else deadline - loop.time()
+        if left is not None and left <= 0:
+            raise TimeoutError
+        futs = [h.changed() for h in hosts]
+        try:
+            await asyncio.wait(futs, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for f in futs:
+                f.cancel()
 
 
 class _Joining:

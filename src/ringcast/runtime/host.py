@@ -90,8 +90,19 @@ class NodeHost:
         self._trace_on = trace and config.trace_dir is not None
         self._cluster_id = cluster_id_of(config.name)
         self._addr = {n.node_id: n.addresses for n in config.nodes}
-        self._others = [n.node_id for n in config.nodes if n.node_id != node_id]
-        self._timers: dict[str, asyncio.TimerHandle] = {}
+        # udpu fan-out: the other nodes' addresses, per network (a frame is encoded and
+        # sealed once per multicast, then sent to each).
+        self._fanout = [
+            [n.addresses[net] for n in config.nodes if n.node_id != node_id]
+            for net in range(config.networks)
+        ]
+        # The machine's timers: name -> deadline (loop time, seconds). One loop timer,
+        # armed for the earliest deadline, serves them all (see _arm).
+        self._timers: dict[str, float] = {}
+        self._wake: asyncio.TimerHandle | None = None
+        self._wake_at = 0.0
+        self._deliver_detail: dict[str, str | None] = {}
+        self._waiters: list[asyncio.Future[None]] = []
         self._machine: Machine | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._transport: UdpTransport | None = None
@@ -165,9 +176,10 @@ class NodeHost:
             self._row("fault", detail=detail_json({"action": "leave"}))
             self._feed(Stop())
         self.running = False
-        for h in self._timers.values():
-            h.cancel()
         self._timers.clear()
+        if self._wake is not None:
+            self._wake.cancel()
+            self._wake = None
         if self._ticker is not None:
             self._ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -181,6 +193,7 @@ class NodeHost:
         if self._trace is not None:
             await asyncio.to_thread(self._trace.close)
         self.log.info("node stopped", fields={"graceful": graceful})
+        self._notify()
 
     async def _tick_loop(self) -> None:
         period = min(1.0, self.config.trace_rotate_ns / 1e9)
@@ -247,6 +260,25 @@ class NodeHost:
         effects = machine.handle(event, self._now())
         if effects:
             self._apply(effects)
+        if self._waiters:
+            self._notify()
+
+    def changed(self) -> asyncio.Future[None]:
+        """A future done at the host's next change of state: a datagram taken in (or
+        dropped), an event handled by the machine (its effects carried out), the stop.
+
+        For waiting on a condition without polling: check it, await ``changed()``,
+        check again (see ``Group.wait_for``). A waiter that gives up cancels its future.
+        """
+        fut = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        return fut
+
+    def _notify(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for f in waiters:
+            if not f.done():
+                f.set_result(None)
 
     def _on_datagram(self, data: bytes, network: int) -> None:
         m = self.metrics
@@ -254,6 +286,8 @@ class NodeHost:
         m.bytes_in += len(data)
         if not self.running:
             return
+        if self._waiters:
+            self._notify()  # counters moved (a drop is a change too)
         try:
             sender, body = self._opener.open(data)
             if sender == self.node_id:
@@ -279,11 +313,41 @@ class NodeHost:
             m.handler_errors += 1
             self.log.exception("protocol failed on a received message", fields={"src": sender})
 
-    def _on_timer(self, name: str, handle_box: list[asyncio.TimerHandle]) -> None:
-        if self._timers.get(name) is not handle_box[0]:
+    def _arm(self) -> None:
+        """Make sure the one loop timer fires no later than the earliest deadline.
+
+        A wake-up that is earlier than needed (the timer it was for was cancelled or
+        pushed back) is left alone: it finds nothing due and re-arms. So re-arming
+        the token timers on every visit costs no loop timer operation.
+        """
+        timers = self._timers
+        if not timers:
             return
-        del self._timers[name]
-        self._feed(TimerFired(name))
+        first = min(timers.values())
+        wake = self._wake
+        if wake is not None:
+            if self._wake_at <= first:
+                return
+            wake.cancel()
+        assert self._loop is not None
+        self._wake_at = first
+        self._wake = self._loop.call_at(first, self._on_wake)
+
+    def _on_wake(self) -> None:
+        self._wake = None
+        loop = self._loop
+        assert loop is not None
+        timers = self._timers
+        # asyncio runs a timer up to one clock resolution early; count those as due.
+        horizon = loop.time() + getattr(loop, "_clock_resolution", 1e-6)
+        while self.running and timers:
+            name = min(timers, key=timers.__getitem__)
+            if timers[name] > horizon:
+                break
+            del timers[name]
+            self._feed(TimerFired(name))
+        if self.running:
+            self._arm()
 
     def _packet(self, msg: Any) -> bytes | None:
         try:
@@ -314,8 +378,8 @@ class NodeHost:
             if self._mcast:
                 tr.multicast(packet, net)
             else:
-                for dst in self._others:
-                    tr.send(packet, self._addr[dst][net], net)
+                for addr in self._fanout[net]:
+                    tr.send(packet, addr, net)
 
     def _row(self, kind: str, **cols: Any) -> None:
         if self._trace is not None:
@@ -323,36 +387,35 @@ class NodeHost:
 
     def _apply(self, effects: list[Any]) -> None:
         listener = self.listener
+        metrics = self.metrics
+        trace = self._trace
+        details = self._deliver_detail
+        timers = self._timers
+        rearm = False
         for eff in effects:
             tp = type(eff)
-            if tp is Send:
+            if tp is Deliver:
+                metrics.delivered += 1
+                if trace is not None:
+                    sender = eff.sender
+                    detail = details.get(sender)
+                    if detail is None and sender:
+                        detail = details[sender] = detail_json({"sender": sender})
+                    size = len(eff.payload)
+                    trace.add("deliver", eff.msg_id, eff.order, size=size, detail=detail)
+                if listener is not None:
+                    listener.on_deliver(eff)
+            elif tp is Send:
                 self._send(eff.dst, eff.msg, eff.network)
             elif tp is Multicast:
                 self._multicast(eff.msg, eff.network)
             elif tp is SetTimer:
-                old = self._timers.get(eff.name)
-                if old is not None:
-                    old.cancel()
                 assert self._loop is not None
-                box: list[asyncio.TimerHandle] = []
-                h = self._loop.call_later(eff.delay / 1e9, self._on_timer, eff.name, box)
-                box.append(h)
-                self._timers[eff.name] = h
+                timers[eff.name] = self._loop.time() + eff.delay / 1e9
+                rearm = True
             elif tp is CancelTimer:
-                old = self._timers.pop(eff.name, None)
-                if old is not None:
-                    old.cancel()
-            elif tp is Deliver:
-                self.metrics.delivered += 1
-                self._row(
-                    "deliver",
-                    msg=eff.msg_id,
-                    order=eff.order,
-                    size=len(eff.payload),
-                    detail=detail_json({"sender": eff.sender}) if eff.sender else None,
-                )
-                if listener is not None:
-                    listener.on_deliver(eff)
+                if timers.pop(eff.name, None) is not None:
+                    rearm = True
             elif tp is InstallView:
                 v = eff.view
                 self.view = v
@@ -392,6 +455,8 @@ class NodeHost:
                     listener.on_backpressure(eff.blocked)
             else:
                 raise TypeError(f"{self.node_id}: protocol returned an unknown effect {eff!r}")
+        if rearm and self.running:
+            self._arm()
 
     def _on_record(self, rec: Record) -> None:
         kind = rec.kind

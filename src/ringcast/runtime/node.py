@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import signal
 import struct
@@ -64,28 +65,42 @@ def load_payload(size: int) -> bytes:
     return stamp + b"." * max(0, size - len(stamp)) if size >= len(stamp) else stamp[:size]
 
 
+BURST = 64
+"""Messages the unpaced load generator submits per turn of the event loop."""
+
+
 async def _generate(g: Group, wl: Workload, stop: asyncio.Event) -> None:
     sent = 0
     t0 = time.monotonic()
+    size, order = wl.size, wl.order
     while not stop.is_set():
         if wl.count is not None and sent >= wl.count:
             return
         if wl.duration is not None and time.monotonic() - t0 >= wl.duration:
             return
-        await g.multicast(load_payload(wl.size), wl.order)
-        sent += 1
         if wl.rate > 0:
+            await g.multicast(load_payload(size), order)
+            sent += 1
             delay = t0 + sent / wl.rate - time.monotonic()
             if delay > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), delay)
+        else:
+            # As fast as flow control allows: a burst a loop turn, each payload
+            # stamped just before its submit.
+            n = BURST if wl.count is None else min(BURST, wl.count - sent)
+            await g.multicast_many((load_payload(size) for _ in range(n)), order)
+            sent += n
 
 
 async def _consume(g: Group, lat: LatencyLog) -> None:
     me = g.node_id
-    async for ev in g.events():
-        if type(ev) is Delivery and ev.sender == me and ev.payload[:8] == _MAGIC:
-            lat.add(time.monotonic_ns() - _STAMP.unpack_from(ev.payload)[1])
+    unpack = _STAMP.unpack_from
+    async for batch in g.batches():
+        now = time.monotonic_ns()
+        for ev in batch:
+            if type(ev) is Delivery and ev.sender == me and ev.payload[:8] == _MAGIC:
+                lat.add(now - unpack(ev.payload)[1])
 
 
 async def run_node(
@@ -102,12 +117,19 @@ async def run_node(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     lat = LatencyLog()
+    tune_gc()
     async with Group.join(config, node_id) as g:
         g.subscribe()
         status_srv = None
         if g.host.node.status is not None:
-            status_srv = StatusServer(g.host.node.status, lambda: _status(g, lat))
+            status_srv = StatusServer(
+                g.host.node.status, lambda: _status(g, lat), changed=g.host.changed
+            )
             await status_srv.start()
+        g.host.log.info(
+            "node ready",
+            fields={"status": None if status_srv is None else "{}:{}".format(*g.host.node.status)},
+        )
         consumer = asyncio.create_task(_consume(g, lat))
         gen = asyncio.create_task(_generate(g, workload, stop)) if workload else None
         await stop.wait()
@@ -135,10 +157,29 @@ def _status(g: Group, lat: LatencyLog) -> dict[str, Any]:
     try:
         import resource
 
-        st["max_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        st["max_rss_kb"] = ru.ru_maxrss
+        st["cpu_s"] = round(ru.ru_utime + ru.ru_stime, 6)
     except ImportError:  # pragma: no cover - not on Linux
         pass
     return st
+
+
+GC_THRESHOLDS = (20_000, 50, 100)
+
+
+def tune_gc() -> None:
+    """Make the cyclic garbage collector cheap for a node process.
+
+    A busy node allocates some 10^5 short-lived objects a second (frames, chunks,
+    deliveries), which with the default threshold (700) runs a young collection every
+    few hundred microseconds and a full one every few hundred milliseconds over every
+    object of the process, imported modules included. The objects that exist now are
+    moved to the permanent generation (``gc.freeze``) and the thresholds are raised.
+    Measured in ``docs/benchmarks-runtime.md``.
+    """
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def run_forever(coro: Any) -> Any:

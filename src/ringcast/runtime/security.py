@@ -48,6 +48,7 @@ HMAC_TAG = 32
 GCM_TAG = 16
 REPLAY_WINDOW = 4096
 
+_WINDOW_MASK = (1 << REPLAY_WINDOW) - 1
 _HEAD = struct.Struct("!2sBBIQB")
 _U64 = struct.Struct("!Q")
 MIN_PACKET = _HEAD.size + 1 + GCM_TAG
@@ -176,7 +177,7 @@ class _Window:
         """True the first time ``seq`` is seen inside the window, else False (a replay)."""
         if seq > self.top:
             shift = seq - self.top
-            self.bits = ((self.bits << shift) | 1) & ((1 << REPLAY_WINDOW) - 1)
+            self.bits = ((self.bits << shift) | 1) & _WINDOW_MASK if shift < REPLAY_WINDOW else 1
             self.top = seq
             return True
         back = self.top - seq
@@ -197,10 +198,13 @@ class Opener:
         self._cluster = cluster_id
         self._hkey = _subkey(key, b"hmac-sha256")
         self._gcm = AESGCM(_subkey(key, b"aes-256-gcm")) if self.mode == MODE_GCM else None
-        self._tails = {n: _nonce_tail(n) for n in senders}
+        # sender id bytes -> (sender id, its GCM nonce tail), so a packet's sender is
+        # looked up without decoding it.
+        self._names = {n.encode(): (n, _nonce_tail(n)) for n in senders}
         self._windows: dict[str, _Window] = {}
 
-    def open(self, data: bytes) -> tuple[str, bytes]:
+    def open(self, data: bytes) -> tuple[str, bytes | memoryview]:
+        """Verify ``data``; return its sender and its frame (a view into ``data``)."""
         n = len(data)
         if n < MIN_PACKET:
             raise Dropped("truncated")
@@ -215,21 +219,23 @@ class Opener:
         tag = HMAC_TAG if mode == MODE_HMAC else GCM_TAG
         if n < hlen + tag + 1:
             raise Dropped("truncated")
-        try:
-            sender = data[_HEAD.size : hlen].decode()
-        except UnicodeDecodeError:
-            raise Dropped("garbage") from None
-        tail = self._tails.get(sender)
-        if tail is None:
+        known = self._names.get(data[_HEAD.size : hlen])
+        if known is None:
+            try:
+                data[_HEAD.size : hlen].decode()
+            except UnicodeDecodeError:
+                raise Dropped("garbage") from None
             raise Dropped("unknown_sender")
+        sender, tail = known
+        view = memoryview(data)
         if self._gcm is None:
             body_end = n - HMAC_TAG
-            expect = hmac.digest(self._hkey, data[:body_end], "sha256")
-            if not hmac.compare_digest(expect, data[body_end:]):
+            expect = hmac.digest(self._hkey, view[:body_end], "sha256")
+            if not hmac.compare_digest(expect, view[body_end:]):
                 raise Dropped("bad_tag")
-            frame = data[hlen:body_end]
+            frame: bytes | memoryview = view[hlen:body_end]
         else:
-            nonce = struct.pack("!Q", seq) + tail
+            nonce = _U64.pack(seq) + tail
             try:
                 frame = self._gcm.decrypt(nonce, data[hlen:], data[:hlen])
             except InvalidTag:

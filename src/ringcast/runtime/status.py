@@ -1,18 +1,49 @@
 """A node's status endpoint: ``GET /status`` (JSON) and ``GET /metrics`` (Prometheus text).
 
 Plain asyncio streams, HTTP/1.0 style: one request a connection, bound to localhost.
+
+``GET /status`` can wait for a condition (a long poll, so scripts and tests need not
+poll): ``members=a,b,c`` (a regular view of exactly these members), ``delivered=N``
+(at least N deliveries), and ``wait=SECONDS`` (at most 60) for how long to wait. The
+answer comes as soon as every given condition holds, or when the wait is over,
+with ``"condition_met": true`` or ``false`` added to the status.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Callable
+import urllib.parse
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ringcast.runtime.config import Address
 
 StatusFn = Callable[[], dict[str, Any]]
+ChangedFn = Callable[[], Awaitable[None]]
+MAX_WAIT = 60.0
+
+
+def _condition(query: str) -> tuple[Callable[[dict[str, Any]], bool] | None, float]:
+    """The long-poll condition and wait time of a ``/status`` query string."""
+    params = dict(urllib.parse.parse_qsl(query))
+    wait = min(max(float(params.get("wait", 0)), 0.0), MAX_WAIT)
+    tests: list[Callable[[dict[str, Any]], bool]] = []
+    if "members" in params:
+        want = {m for m in params["members"].split(",") if m}
+
+        def members_ok(st: dict[str, Any]) -> bool:
+            v = st["view"]
+            return bool(v) and not v["transitional"] and set(v["members"]) == want
+
+        tests.append(members_ok)
+    if "delivered" in params:
+        least = int(params["delivered"])
+        tests.append(lambda st: st["metrics"]["delivered"] >= least)
+    if not tests:
+        return None, wait
+    return (lambda st: all(t(st) for t in tests)), wait
 
 
 def prometheus_text(status: dict[str, Any]) -> str:
@@ -48,10 +79,12 @@ def prometheus_text(status: dict[str, Any]) -> str:
 class StatusServer:
     """Serves ``status()`` on ``addr`` until closed."""
 
-    def __init__(self, addr: Address, status: StatusFn):
+    def __init__(self, addr: Address, status: StatusFn, changed: ChangedFn | None = None):
         self.addr = addr
         self.status = status
+        self.changed = changed  # awaitable at the node's next change (for long polls)
         self._server: asyncio.AbstractServer | None = None
+        self._active: set[asyncio.Task[Any]] = set()
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._handle, self.addr[0], self.addr[1])
@@ -59,19 +92,51 @@ class StatusServer:
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
+            for task in list(self._active):  # long polls still waiting
+                task.cancel()
             await self._server.wait_closed()
 
+    async def _wait(
+        self, cond: Callable[[dict[str, Any]], bool] | None, wait: float
+    ) -> dict[str, Any]:
+        """The status once ``cond`` holds, or when ``wait`` seconds are over."""
+        st = self.status()
+        if cond is None:
+            return st
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        while not cond(st):
+            left = deadline - loop.time()
+            if left <= 0 or self.changed is None:
+                st["condition_met"] = False
+                return st
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.changed(), left)
+            st = self.status()
+        st["condition_met"] = True
+        return st
+
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._active.add(task)
         try:
             line = await asyncio.wait_for(reader.readline(), 5)
             parts = line.decode("latin-1").split()
-            path = parts[1] if len(parts) >= 2 else ""
-            path = path.split("?", 1)[0]
+            target = parts[1] if len(parts) >= 2 else ""
+            path, _, query = target.partition("?")
             if len(parts) < 2 or parts[0] != "GET":
                 code, ctype, body = "405 Method Not Allowed", "text/plain", "GET only\n"
             elif path == "/status":
-                code, ctype = "200 OK", "application/json"
-                body = json.dumps(self.status(), default=str) + "\n"
+                try:
+                    cond, wait = _condition(query)
+                except ValueError as e:
+                    cond, wait = None, 0.0
+                    code, ctype, body = "400 Bad Request", "text/plain", f"bad query: {e}\n"
+                else:
+                    code, ctype = "200 OK", "application/json"
+                    st = await self._wait(cond, wait)
+                    body = json.dumps(st, default=str) + "\n"
             elif path == "/metrics":
                 code, ctype = "200 OK", "text/plain; version=0.0.4"
                 body = prometheus_text(self.status())
@@ -87,6 +152,7 @@ class StatusServer:
         except (TimeoutError, ConnectionError, UnicodeDecodeError):
             pass
         finally:
+            self._active.discard(task)  # type: ignore[arg-type]
             writer.close()
 
 

@@ -5,15 +5,22 @@ peer (fan-out); ``multicast`` sends it once to the network's IP multicast group,
 every node joins. Unicast sends are plain datagrams to the peer's address in both
 modes. In ``multicast`` mode each network has a second socket bound to the group.
 
+The sockets are driven directly by the event loop's reader and writer callbacks
+rather than through asyncio's datagram transports: a readable socket is drained of
+up to ``READ_BATCH`` datagrams per wake-up (asyncio's transport reads one datagram per
+loop iteration, which makes the loop itself the bottleneck at tens of thousands of
+datagrams a second), and a send goes straight to ``sendto``.
+
 Sending never blocks and never queues without bound: when the kernel's socket
-buffer is full, asyncio keeps the datagram in the transport's buffer, and once that
-holds more than ``max_buffer`` bytes further datagrams are dropped (UDP semantics;
-the protocol retransmits) and counted.
+buffer is full, the datagram waits in a user-space queue flushed when the socket is
+writable again, and once that queue holds more than ``max_buffer`` bytes further
+datagrams are dropped (UDP semantics; the protocol retransmits) and counted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import socket
 import struct
@@ -22,25 +29,108 @@ from collections.abc import Callable
 from ringcast.runtime.config import Address
 
 SOCKET_BUFFER = 4 << 20
+READ_BATCH = 64
+"""Datagrams read from one socket per wake-up before other callbacks get a turn."""
+MAX_DATAGRAM = 65536
 
 OnDatagram = Callable[[bytes, int], None]
 
 
-class _Endpoint(asyncio.DatagramProtocol):
-    def __init__(self, network: int, on_datagram: OnDatagram):
+class _Endpoint:
+    """One bound socket: reads in batches, sends directly, queues only when the kernel is full."""
+
+    __slots__ = (
+        "_loop",
+        "_owner",
+        "_queue",
+        "_writing",
+        "network",
+        "on_datagram",
+        "queued_bytes",
+        "sock",
+    )
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        sock: socket.socket,
+        network: int,
+        on_datagram: OnDatagram,
+        owner: UdpTransport,
+    ):
+        self._loop = loop
+        self.sock = sock
         self.network = network
         self.on_datagram = on_datagram
-        self.transport: asyncio.DatagramTransport | None = None
+        self._owner = owner
+        self._queue: collections.deque[tuple[bytes, Address]] = collections.deque()
+        self.queued_bytes = 0
+        self._writing = False
+        loop.add_reader(sock.fileno(), self._read_ready)
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+    def _read_ready(self) -> None:
+        recv = self.sock.recv
+        deliver = self.on_datagram
+        net = self.network
+        for _ in range(READ_BATCH):
+            try:
+                data = recv(MAX_DATAGRAM)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                # ICMP port unreachable from a peer that is down, and the like:
+                # UDP carries on.
+                continue
+            deliver(data, net)
 
-    def datagram_received(self, data: bytes, addr: tuple[str | object, int]) -> None:
-        self.on_datagram(data, self.network)
+    def send(self, packet: bytes, addr: Address) -> bool:
+        """Send now, or queue it; False if dropped because the queue is full."""
+        if self._queue:
+            return self._enqueue(packet, addr)
+        try:
+            self.sock.sendto(packet, addr)
+        except (BlockingIOError, InterruptedError):
+            return self._enqueue(packet, addr)
+        except OSError:
+            pass  # unreachable peer and the like: the datagram is lost, as UDP may
+        return True
 
-    def error_received(self, exc: Exception) -> None:
-        # ICMP port unreachable from a peer that is down, and the like: UDP carries on.
-        pass
+    def _enqueue(self, packet: bytes, addr: Address) -> bool:
+        if self.queued_bytes > self._owner.max_buffer:
+            return False
+        self._queue.append((packet, addr))
+        self.queued_bytes += len(packet)
+        if not self._writing:
+            self._writing = True
+            self._loop.add_writer(self.sock.fileno(), self._write_ready)
+        return True
+
+    def _write_ready(self) -> None:
+        q = self._queue
+        sendto = self.sock.sendto
+        while q:
+            packet, addr = q[0]
+            try:
+                sendto(packet, addr)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                pass
+            q.popleft()
+            self.queued_bytes -= len(packet)
+        self._writing = False
+        self._loop.remove_writer(self.sock.fileno())
+
+    def close(self) -> None:
+        fd = self.sock.fileno()
+        if fd >= 0:
+            self._loop.remove_reader(fd)
+            if self._writing:
+                self._loop.remove_writer(fd)
+        self._writing = False
+        self._queue.clear()
+        self.queued_bytes = 0
+        self.sock.close()
 
 
 def _udp_socket(bind: Address, *, reuse: bool = False) -> socket.socket:
@@ -72,8 +162,8 @@ class UdpTransport:
         self.addresses = addresses
         self.groups = groups
         self.max_buffer = max_buffer
-        self._uni: list[asyncio.DatagramTransport] = []
-        self._extra: list[asyncio.DatagramTransport] = []
+        self._uni: list[_Endpoint] = []
+        self._extra: list[_Endpoint] = []
         self.dropped_full = 0
         self.packets_out = 0
         self.bytes_out = 0
@@ -84,45 +174,49 @@ class UdpTransport:
             for net, addr in enumerate(self.addresses):
                 sock = _udp_socket(addr)
                 if self.groups:
-                    group = self.groups[net]
                     sock.setsockopt(
                         socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(addr[0])
                     )
                     sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
                     sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
-                tr, _ = await loop.create_datagram_endpoint(
-                    lambda net=net: _Endpoint(net, on_datagram), sock=sock
-                )
-                self._uni.append(tr)
+                try:
+                    self._uni.append(_Endpoint(loop, sock, net, on_datagram, self))
+                except BaseException:
+                    sock.close()
+                    raise
                 if self.groups:
-                    msock = _udp_socket(self.groups[net], reuse=True)
-                    mreq = struct.pack(
-                        "4s4s", socket.inet_aton(group[0]), socket.inet_aton(addr[0])
-                    )
-                    msock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreq)
-                    mtr, _ = await loop.create_datagram_endpoint(
-                        lambda net=net: _Endpoint(net, on_datagram), sock=msock
-                    )
-                    self._extra.append(mtr)
+                    group = self.groups[net]
+                    msock = _udp_socket(group, reuse=True)
+                    try:
+                        mreq = struct.pack(
+                            "4s4s", socket.inet_aton(group[0]), socket.inet_aton(addr[0])
+                        )
+                        msock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreq)
+                        self._extra.append(_Endpoint(loop, msock, net, on_datagram, self))
+                    except BaseException:
+                        msock.close()
+                        raise
         except BaseException:
             self.close()
             raise
 
     def send(self, packet: bytes, addr: Address, network: int) -> None:
-        tr = self._uni[network]
-        if tr.get_write_buffer_size() > self.max_buffer:
+        if self._uni[network].send(packet, addr):
+            self.packets_out += 1
+            self.bytes_out += len(packet)
+        else:
             self.dropped_full += 1
-            return
-        tr.sendto(packet, addr)
-        self.packets_out += 1
-        self.bytes_out += len(packet)
 
     def multicast(self, packet: bytes, network: int) -> None:
         """Send once to the network's group (``multicast`` mode only)."""
         self.send(packet, self.groups[network], network)
 
+    def queued_bytes(self) -> int:
+        """Bytes waiting in user space for the kernel's send buffers."""
+        return sum(ep.queued_bytes for ep in self._uni)
+
     def close(self) -> None:
-        for tr in (*self._uni, *self._extra):
-            tr.close()
+        for ep in (*self._uni, *self._extra):
+            ep.close()
         self._uni.clear()
         self._extra.clear()
