@@ -1,0 +1,179 @@
+"""Check throughput of the lab: the full property suite on synthetic traces of 1 M and
+10 M events with local[1] and local[2], beside a single-process pandas total-order check.
+
+    python bench/lab_check.py [--sizes 1000000 10000000] [--masters local[1] local[2]]
+
+Each run of a synthetic trace has 5 nodes in one configuration; every message is
+submitted once and delivered by all 5 nodes in one order (so every property holds and
+every check does its full work). Prints one line per measurement: events, engine,
+seconds, trace events per second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ringcast.trace.schema import SCHEMA
+
+NODES = ("A", "B", "C", "D", "E")
+MSGS_PER_RUN = 2000
+
+
+def _add(
+    cols: dict[str, list[pa.Array]],
+    run: str,
+    node: pa.Array,
+    t: np.ndarray,
+    i: np.ndarray,
+    kind: str,
+    n: int,
+    **kw: object,
+) -> None:
+    cols["run"].append(pa.array([run] * n))
+    cols["node"].append(node)
+    cols["t"].append(pa.array(t, pa.int64()))
+    cols["i"].append(pa.array(i, pa.int64()))
+    cols["kind"].append(pa.array([kind] * n))
+    for c in ("msg", "order", "view", "members", "transitional", "size", "detail"):
+        v = kw.get(c)
+        typ = SCHEMA.field(c).type
+        cols[c].append(v if isinstance(v, pa.Array) else pa.array([v] * n, typ))
+
+
+def make_trace(events: int, path: Path) -> int:
+    """Write about ``events`` trace events to ``path``; return the exact count."""
+    per_msg = 1 + len(NODES)
+    runs = max(1, events // (per_msg * MSGS_PER_RUN))
+    writer = pq.ParquetWriter(path, SCHEMA)
+    total = 0
+    k = np.arange(MSGS_PER_RUN, dtype=np.int64)
+    sender_idx = k % len(NODES)
+    counter = k // len(NODES) + 1
+    senders = pa.array(np.array(NODES)[sender_idx])
+    msg = pc.binary_join_element_wise(senders, pa.array(counter.astype(str)), ":")
+    for r in range(runs):
+        run = f"synth:{r}"
+        cols: dict[str, list[pa.Array]] = {c: [] for c in SCHEMA.names}
+
+        add = functools.partial(_add, cols, run)
+
+        members = list(NODES)
+        add(
+            pa.array(list(NODES)),
+            np.zeros(5, np.int64),
+            np.zeros(5, np.int64),
+            "view",
+            5,
+            view="1",
+            members=pa.array([members] * 5, pa.list_(pa.string())),
+            transitional=pa.array([False] * 5),
+        )
+        # the sender's submit comes before its own delivery: i = 2k+1 (submit), deliveries
+        # at every node use i = 2k+2; other nodes skip odd indexes (still increasing)
+        add(
+            senders,
+            k * 1000,
+            2 * k + 1,
+            "submit",
+            MSGS_PER_RUN,
+            msg=msg,
+            order=pa.array(["agreed"] * MSGS_PER_RUN),
+            size=pa.array([10] * MSGS_PER_RUN, pa.int32()),
+        )
+        for j, n in enumerate(NODES):
+            add(
+                pa.array([n] * MSGS_PER_RUN),
+                k * 1000 + 500 + j,
+                2 * k + 2,
+                "deliver",
+                MSGS_PER_RUN,
+                msg=msg,
+                order=pa.array(["agreed"] * MSGS_PER_RUN),
+                size=pa.array([10] * MSGS_PER_RUN, pa.int32()),
+            )
+        table = pa.Table.from_arrays(
+            [pa.concat_arrays(cols[c]) for c in SCHEMA.names], schema=SCHEMA
+        )
+        writer.write_table(table)
+        total += table.num_rows
+    writer.close()
+    return total
+
+
+def pandas_total_order(path: Path) -> int:
+    """The total-order check in one process with pandas: violations found."""
+    import pandas as pd
+
+    df = pd.read_parquet(path, columns=["run", "node", "i", "kind", "msg"])
+    d = df[df.kind == "deliver"].drop(columns="kind")
+    d = d.groupby(["run", "node", "msg"], as_index=False)["i"].min()
+    bad = 0
+    nodes = sorted(d.node.unique())
+    for a in range(len(nodes)):
+        for b in range(a + 1, len(nodes)):
+            p = d[d.node == nodes[a]]
+            q = d[d.node == nodes[b]]
+            m = p.merge(q, on=["run", "msg"], suffixes=("_p", "_q"))
+            m = m.sort_values(["run", "i_p"])
+            prev = m.groupby("run")["i_q"].shift()
+            bad += int((m.i_q < prev).sum())
+    return bad
+
+
+def spark_suite(path: Path, master: str) -> tuple[float, int]:
+    from ringcast.lab.checks import run_checks
+    from ringcast.lab.load import load_traces
+    from ringcast.lab.properties import PROPERTIES
+    from ringcast.lab.session import spark_session
+
+    cores = int(master[6:-1]) if master.startswith("local[") else 2
+    spark = spark_session(master, shuffle_partitions=2 * cores)
+    try:
+        trace = load_traces(spark, [path], protocol="synth")
+        t0 = time.perf_counter()
+        results = run_checks(trace, overrides={"synth": PROPERTIES})
+        wall = time.perf_counter() - t0
+        return wall, sum(r.violations for r in results)
+    finally:
+        spark.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    ap.add_argument("--masters", nargs="+", default=["local[1]", "local[2]"])
+    ap.add_argument("--no-pandas", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in args.sizes:
+            path = Path(tmp) / f"trace-{size}.parquet"
+            n = make_trace(size, path)
+            if not args.no_pandas:
+                t0 = time.perf_counter()
+                bad = pandas_total_order(path)
+                wall = time.perf_counter() - t0
+                print(
+                    f"{n:>10} events  pandas total_order  {wall:8.2f} s  "
+                    f"{n / wall:12,.0f} events/s  violations {bad}",
+                    flush=True,
+                )
+            for master in args.masters:
+                wall, bad = spark_suite(path, master)
+                print(
+                    f"{n:>10} events  spark {master:9} all properties  {wall:8.2f} s  "
+                    f"{n / wall:12,.0f} events/s  violations {bad}",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()

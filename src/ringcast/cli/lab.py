@@ -1,0 +1,245 @@
+"""``ringcast lab``: the PySpark pipeline (sweep, check, metrics, report, run)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+DEFAULT_SWEEP = Path("sweeps") / "default.toml"
+
+
+def _spark(args: argparse.Namespace) -> Any:
+    from ringcast.lab.session import spark_session
+
+    return spark_session(args.master, ui=args.ui)
+
+
+def _guard(fn: Any) -> Any:
+    """Turn the lab's input errors into the CLI's one-line errors (exit 2)."""
+
+    def handler(args: argparse.Namespace) -> int:
+        from ringcast.cli.main import CliError
+        from ringcast.lab.errors import LabError
+        from ringcast.sim.scenario import ScenarioError
+        from ringcast.trace.validate import TraceSchemaError
+
+        try:
+            return int(fn(args))
+        except (LabError, ScenarioError, TraceSchemaError) as e:
+            raise CliError(str(e)) from None
+
+    return handler
+
+
+def _claims(args: argparse.Namespace) -> dict[str, frozenset[str]] | None:
+    from ringcast.lab.errors import LabError
+    from ringcast.lab.properties import parse_claims
+
+    if not args.claims:
+        return None
+    try:
+        return parse_claims(args.claims)
+    except ValueError as e:
+        raise LabError(str(e)) from None
+
+
+def _sweep(args: argparse.Namespace, sweep_file: Path, out: Path) -> dict[str, Any]:
+    from ringcast.cli.progress import ProgressBar
+    from ringcast.lab.grid import load_sweep
+    from ringcast.lab.sweep import run_sweep
+
+    sweep = load_sweep(sweep_file, seeds=args.seeds)
+    for s in sweep.skipped:
+        print(f"skipped: {s}", file=sys.stderr)
+    spark = _spark(args)
+    bar = None if args.quiet else ProgressBar(f"sweep {sweep.name} ({len(sweep.runs)} runs)")
+    summary = run_sweep(spark, sweep, out, partitions=args.partitions, progress=bar)
+    if not args.quiet:
+        print(
+            f"sweep {sweep.name}: {summary['runs']} runs in {summary['wall_s']} s "
+            f"({summary['runs_per_second']} runs/s, {summary['partitions']} partitions) -> {out}"
+        )
+    return summary
+
+
+def _print_check(doc: dict[str, Any]) -> None:
+    for name, p in doc["properties"].items():
+        print(
+            f"{name:18} {p['status']:15} runs {p['runs_checked']:6}  violations {p['violations']}"
+        )
+        for c in p["counterexamples"]:
+            print(
+                f"    {c['run']} t={c['t'] / 1e6:.3f}ms nodes={','.join(c['nodes'])}: {c['note']}"
+            )
+
+
+@_guard
+def cmd_sweep(args: argparse.Namespace) -> int:
+    _sweep(args, args.sweep, args.out)
+    return 0
+
+
+def _check(args: argparse.Namespace, paths: list[Path]) -> dict[str, Any]:
+    from ringcast.lab.pipeline import check_paths
+
+    return check_paths(
+        _spark(args),
+        paths,
+        protocol=args.protocol,
+        overrides=_claims(args),
+        examples=args.examples,
+        convergence_bound=int(args.convergence_bound * 1e9),
+    )
+
+
+@_guard
+def cmd_check(args: argparse.Namespace) -> int:
+    from ringcast.lab.pipeline import write_json
+
+    doc = _check(args, args.dirs)
+    if args.json:
+        write_json(args.json, doc)
+    _print_check(doc)
+    return 0 if doc["ok"] else 1
+
+
+@_guard
+def cmd_metrics(args: argparse.Namespace) -> int:
+    from ringcast.lab.pipeline import metrics_paths, write_json
+
+    doc = metrics_paths(_spark(args), args.dirs, protocol=args.protocol, timelines=args.timeline)
+    if args.json:
+        write_json(args.json, doc)
+    for g in doc["groups"]:
+        print(
+            f"{g['protocol']:10} {g['scenario']:28} {g['point']:30} "
+            f"{g['messages_per_s']:10.1f} msg/s  {g['packets_per_message'] or 0:8.2f} pkt/msg"
+        )
+    for r in doc["latency"]:
+        print(
+            f"{r['protocol']:10} {r['scenario']:28} {r['order']:7} latency ms p50 {r['p50_ms']:.2f}"
+            f" p95 {r['p95_ms']:.2f} p99 {r['p99_ms']:.2f} max {r['max_ms']:.2f}"
+        )
+    for r in doc["convergence"]:
+        print(
+            f"{r['protocol']:10} {r['action']:10} faults {r['faults']:5} convergence ms "
+            f"p50 {r['p50_ms']} p95 {r['p95_ms']} max {r['max_ms']}"
+        )
+    if args.json is None:
+        print(json.dumps({"groups": len(doc["groups"])}))
+    return 0
+
+
+@_guard
+def cmd_report(args: argparse.Namespace) -> int:
+    from ringcast.lab.errors import LabError
+    from ringcast.lab.pipeline import report_dir
+
+    if not args.dir.is_dir():
+        raise LabError(f"{args.dir}: no such directory")
+    out = report_dir(lambda: _spark(args), args.dir, args.out, protocol=args.protocol)
+    print(f"report -> {out}")
+    return 0
+
+
+@_guard
+def cmd_run(args: argparse.Namespace) -> int:
+    from ringcast.lab.pipeline import (
+        CHECK_FILE,
+        METRICS_FILE,
+        REPORT_FILE,
+        check_paths,
+        metrics_paths,
+        report_dir,
+        write_json,
+    )
+
+    out: Path = args.out
+    _sweep(args, args.sweep, out)
+    spark = _spark(args)
+    doc = check_paths(
+        spark,
+        [out],
+        overrides=_claims(args),
+        examples=args.examples,
+        convergence_bound=int(args.convergence_bound * 1e9),
+    )
+    write_json(out / CHECK_FILE, doc)
+    _print_check(doc)
+    write_json(out / METRICS_FILE, metrics_paths(spark, [out]))
+    report = report_dir(lambda: spark, out, out / REPORT_FILE)
+    print(f"traces, {CHECK_FILE}, {METRICS_FILE} and {REPORT_FILE} -> {out} (report: {report})")
+    return 0 if doc["ok"] else 1
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--master", default=None, help="Spark master (default: SPARK_MASTER or local[*])"
+    )
+    p.add_argument("--ui", action="store_true", help="enable the Spark web UI")
+
+
+def _checking(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--claims", default=None, help="properties per protocol: 'all' or 'proto=p1+p2;proto2=p3'"
+    )
+    p.add_argument("--examples", type=int, default=5, help="counterexamples kept per property")
+    p.add_argument(
+        "--convergence-bound",
+        type=float,
+        default=10.0,
+        help="seconds after the last fault within which views must converge",
+    )
+
+
+def _sweeping(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seeds", type=int, default=None, help="seeds per point (overrides file)")
+    p.add_argument("--partitions", type=int, default=None, help="Spark tasks for the runs")
+    p.add_argument("-q", "--quiet", action="store_true")
+
+
+def register(sub: Any) -> None:
+    lab = sub.add_parser("lab", help="PySpark lab: sweep, check, metrics, report, run")
+    labsub = lab.add_subparsers(dest="lab_command", metavar="LAB_COMMAND")
+    labsub.required = True
+
+    s = labsub.add_parser("sweep", help="run a sweep of simulations on Spark")
+    s.add_argument("sweep", type=Path, help="sweep TOML file")
+    s.add_argument("--out", type=Path, required=True, help="output directory")
+    _sweeping(s)
+    _common(s)
+    s.set_defaults(func=cmd_sweep)
+
+    s = labsub.add_parser("check", help="check the safety properties over traces")
+    s.add_argument("dirs", nargs="+", type=Path, help="sweep outputs, trace dirs or files")
+    s.add_argument("--json", type=Path, default=None, help="write the results as JSON")
+    s.add_argument("--protocol", default=None, help="protocol of traces that do not say")
+    _checking(s)
+    _common(s)
+    s.set_defaults(func=cmd_check)
+
+    s = labsub.add_parser("metrics", help="measure throughput, latency, convergence, cost")
+    s.add_argument("dirs", nargs="+", type=Path)
+    s.add_argument("--json", type=Path, default=None)
+    s.add_argument("--protocol", default=None)
+    s.add_argument("--timeline", action="append", default=None, help="run id to draw")
+    _common(s)
+    s.set_defaults(func=cmd_metrics)
+
+    s = labsub.add_parser("report", help="write one self-contained HTML report")
+    s.add_argument("dir", type=Path)
+    s.add_argument("--out", type=Path, required=True)
+    s.add_argument("--protocol", default=None)
+    _common(s)
+    s.set_defaults(func=cmd_report)
+
+    s = labsub.add_parser("run", help="default sweep, then check, metrics and report")
+    s.add_argument("--out", type=Path, default=Path("lab-out"))
+    s.add_argument("--sweep", type=Path, default=DEFAULT_SWEEP)
+    _sweeping(s)
+    _checking(s)
+    _common(s)
+    s.set_defaults(func=cmd_run)

@@ -1,0 +1,250 @@
+"""The prepared trace a check reads: rows annotated once, with window functions.
+
+Every row that a property looks at (deliveries, views, faults, locks, states,
+leaders, submits, stats) is repartitioned by run, so that each later window or
+aggregation keyed by run and something else needs no further shuffle, and then
+annotated per node, in event order ``i``:
+
+* ``action``: a fault's ``detail.action``; ``reset``: the node lost its state
+  (crash, restart, join or leave), which ends its configuration, lock and token;
+* ``cur``: the configuration the node is in at this row (the last ``view`` row,
+  regular or transitional, since the last reset): ``view``, ``members``,
+  ``transitional`` and ``vt`` (when it was installed), or null;
+* ``prev_reg`` / ``next_reg``: the regular configuration installed before / after
+  this row (null across a reset).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ringcast.lab.properties import DEFAULT_TOTAL_ORDERS, TOTAL_ORDERS
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+KINDS = ("deliver", "submit", "view", "fault", "lock", "state", "leader", "stats", "token")
+RESET_ACTIONS = ("crash", "restart", "join", "leave")
+
+VIOLATION_COLUMNS = ("run", "protocol", "t", "nodes", "msgs", "views", "times", "note")
+"""Every check returns its violations with these columns (one row a counterexample)."""
+
+
+def violation(
+    run: Column | str,
+    protocol: Column | str,
+    t: Column,
+    nodes: Column,
+    msgs: Column | None,
+    views: Column | None,
+    times: Column,
+    note: Column,
+) -> list[Column]:
+    """The select list of one violation row (``msgs``/``views`` None for empty)."""
+    from pyspark.sql import functions as F
+
+    empty = F.array().cast("array<string>")
+    return [
+        F.col(run).alias("run") if isinstance(run, str) else run.alias("run"),
+        F.col(protocol).alias("protocol")
+        if isinstance(protocol, str)
+        else protocol.alias("protocol"),
+        t.cast("long").alias("t"),
+        nodes.cast("array<string>").alias("nodes"),
+        (msgs if msgs is not None else empty).cast("array<string>").alias("msgs"),
+        (views if views is not None else empty).cast("array<string>").alias("views"),
+        times.cast("array<long>").alias("times"),
+        note.cast("string").alias("note"),
+    ]
+
+
+@dataclass
+class CheckContext:
+    """The annotated trace shared by every check of one ``lab check``.
+
+    ``trace`` has the trace columns plus ``protocol``; ``partitions`` is the number
+    of run partitions (default: Spark's shuffle partitions). Frames are computed on
+    first use and cached; :meth:`close` unpersists them.
+    """
+
+    trace: DataFrame
+    partitions: int | None = None
+    convergence_bound: int = 10_000_000_000
+    safe_grace: int = 500_000_000
+    token_protocols: frozenset[str] | None = None
+    """Protocols whose ``token`` rows (op sent/returned/dropped) are kept (for
+    single_token); None keeps them for every protocol."""
+    _cache: dict[str, Any] = field(default_factory=dict)
+
+    def _cached(self, key: str, build: Any) -> Any:
+        if key not in self._cache:
+            df = build()
+            if hasattr(df, "cache"):
+                df = df.cache()
+            self._cache[key] = df
+        return self._cache[key]
+
+    def close(self) -> None:
+        for df in self._cache.values():
+            if hasattr(df, "unpersist"):
+                df.unpersist()
+        self._cache.clear()
+
+    # -------------------------------------------------------------- frames
+
+    @property
+    def rows(self) -> DataFrame:
+        """The relevant rows, partitioned by run and annotated (see the module doc)."""
+        return self._cached("rows", self._build_rows)
+
+    def _build_rows(self) -> DataFrame:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        keep = F.col("kind").isin(*KINDS) & (F.col("kind") != "token")
+        token = (F.col("kind") == "token") & F.get_json_object("detail", "$.op").isin(
+            "sent", "returned", "dropped"
+        )
+        if self.token_protocols is not None:
+            token = token & F.col("protocol").isin(*sorted(self.token_protocols))
+        df = self.trace.filter(keep | token).select(
+            "run",
+            "protocol",
+            "node",
+            "t",
+            "i",
+            "kind",
+            "msg",
+            "order",
+            "view",
+            "members",
+            "transitional",
+            "detail",
+        )
+        df = df.repartition(self.partitions, "run") if self.partitions else df.repartition("run")
+        action = F.when(F.col("kind") == "fault", F.get_json_object("detail", "$.action"))
+        df = df.withColumn("action", action)
+        reset = F.coalesce(F.col("action").isin(*RESET_ACTIONS), F.lit(False))
+        df = df.withColumn("reset", reset)
+        is_view = F.col("kind") == "view"
+        regular = is_view & ~F.coalesce(F.col("transitional"), F.lit(False))
+        vstruct = F.when(
+            is_view | F.col("reset"),
+            F.struct(
+                F.col("reset").alias("reset"),
+                F.col("view").alias("view"),
+                F.col("members").alias("members"),
+                F.col("transitional").alias("transitional"),
+                F.col("t").alias("vt"),
+            ),
+        )
+        rstruct = F.when(
+            regular | F.col("reset"),
+            F.struct(F.col("reset").alias("reset"), F.col("view").alias("view")),
+        )
+        w = Window.partitionBy("run", "node").orderBy("i")
+        upto = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        before = w.rowsBetween(Window.unboundedPreceding, -1)
+        # "the next one after this row" as a running frame over the reversed order:
+        # an unbounded-following frame is recomputed per row (quadratic) by Spark
+        after = (
+            Window.partitionBy("run", "node")
+            .orderBy(F.col("i").desc())
+            .rowsBetween(Window.unboundedPreceding, -1)
+        )
+        cur = F.last(vstruct, ignorenulls=True).over(upto)
+        prev_reg = F.last(rstruct, ignorenulls=True).over(before)
+        next_reg = F.last(rstruct, ignorenulls=True).over(after)
+        df = (
+            df.withColumn("_cur", cur)
+            .withColumn("_prev", prev_reg)
+            .withColumn("_next", next_reg)
+            .withColumn("cur", F.when(~F.col("_cur.reset"), F.col("_cur")))
+            .withColumn("prev_reg", F.when(~F.col("_prev.reset"), F.col("_prev.view")))
+            .withColumn("next_reg", F.when(~F.col("_next.reset"), F.col("_next.view")))
+            .drop("_cur", "_prev", "_next")
+        )
+        return df
+
+    @property
+    def deliveries(self) -> DataFrame:
+        """``deliver`` rows with ``sender`` and ``counter`` parsed from ``msg``."""
+
+        def build() -> DataFrame:
+            from pyspark.sql import functions as F
+
+            d = self.rows.filter(F.col("kind") == "deliver").drop("members", "transitional")
+            return d.withColumn("sender", F.regexp_extract("msg", r"^(.*):[^:]*$", 1)).withColumn(
+                "counter", F.regexp_extract("msg", r":(\d+)$", 1).try_cast("long")
+            )
+
+        return self._cached("deliveries", build)
+
+    def kind(self, name: str) -> DataFrame:
+        """The annotated rows of one kind."""
+        from pyspark.sql import functions as F
+
+        return self.rows.filter(F.col("kind") == name)
+
+    @property
+    def run_info(self) -> list[dict[str, Any]]:
+        """Per run (collected: one small row a run): protocol, the kinds of input it has
+        (``deliver:<order>`` and ``token_state`` as well), and its last time ``tmax``."""
+
+        def build() -> list[dict[str, Any]]:
+            from pyspark.sql import functions as F
+
+            tags = F.array(
+                F.col("kind"),
+                F.when(F.col("kind") == "deliver", F.concat(F.lit("deliver:"), F.col("order"))),
+                F.when(
+                    (F.col("kind") == "state")
+                    & F.get_json_object("detail", "$.token_state").isNotNull(),
+                    F.lit("token_state"),
+                ),
+            )
+            agg = (
+                self.trace.select("run", "protocol", "t", F.explode(tags).alias("tag"))
+                .groupBy("run", "protocol")
+                .agg(F.collect_set("tag").alias("tags"), F.max("t").alias("tmax"))
+            )
+            return [
+                {"run": r.run, "protocol": r.protocol, "tags": set(r.tags), "tmax": r.tmax}
+                for r in agg.collect()
+            ]
+
+        return self._cached("run_info", build)
+
+    def run_ends(self) -> DataFrame:
+        """(run, tmax): the last time of each run, as a small DataFrame."""
+        spark = self.trace.sparkSession
+        data = [(r["run"], int(r["tmax"])) for r in self.run_info]
+        return spark.createDataFrame(data, "run string, tmax long")
+
+
+def in_protocols(protocols: set[str] | frozenset[str]) -> Column:
+    """A filter keeping the rows of ``protocols``."""
+    from pyspark.sql import functions as F
+
+    return F.col("protocol").isin(*sorted(protocols))
+
+
+def total_order_filter(protocols: set[str] | frozenset[str]) -> Column:
+    """Deliveries subject to total order: per protocol, the orders of ``TOTAL_ORDERS``."""
+    from pyspark.sql import functions as F
+
+    cond = F.lit(False)
+    for p in sorted(protocols):
+        orders = TOTAL_ORDERS.get(p, DEFAULT_TOTAL_ORDERS)
+        mine = F.col("protocol") == p
+        if orders is not None:
+            mine = mine & F.col("order").isin(*orders)
+        cond = cond | mine
+    return cond
+
+
+def total_order_inputs(protocol: str) -> set[str]:
+    """The run tags that give total order something to check for ``protocol``."""
+    orders = TOTAL_ORDERS.get(protocol, DEFAULT_TOTAL_ORDERS)
+    return {"deliver"} if orders is None else {f"deliver:{o}" for o in orders}

@@ -1,0 +1,76 @@
+"""mutual_exclusion: lock holds of different nodes never overlap within a run.
+
+A hold runs from a ``lock`` row with ``detail.op`` = ``granted`` to the node's next
+``released`` row, its crash or leave, or the end of the run.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ringcast.lab.checks._intervals import overlaps
+from ringcast.lab.checks.context import CheckContext, in_protocols, violation
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+NAME = "mutual_exclusion"
+DESCRIPTION = "lock holds (granted to released, crash or end) of two nodes never overlap"
+
+
+def inputs(protocol: str) -> set[str]:
+    return {"lock"}
+
+
+def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    op = F.get_json_object("detail", "$.op")
+    ev = ctx.rows.filter(
+        in_protocols(protocols)
+        & (
+            ((F.col("kind") == "lock") & op.isin("granted", "released"))
+            | ((F.col("kind") == "fault") & F.col("action").isin("crash", "leave"))
+        )
+    ).withColumn("granted", (F.col("kind") == "lock") & (op == "granted"))
+    # the next end after each row, as a running frame over the reversed order (an
+    # unbounded-following frame is recomputed per row by Spark: quadratic)
+    w = (
+        Window.partitionBy("run", "node")
+        .orderBy(F.col("i").desc())
+        .rowsBetween(Window.unboundedPreceding, -1)
+    )
+    ev = ev.withColumn(
+        "next_end", F.last(F.when(~F.col("granted"), F.col("t")), ignorenulls=True).over(w)
+    )
+    holds = (
+        ev.filter("granted")
+        .join(F.broadcast(ctx.run_ends()), "run")
+        .select(
+            "run",
+            "protocol",
+            "node",
+            F.col("t").alias("start"),
+            F.coalesce("next_end", "tmax").alias("end"),
+        )
+    )
+    bad = overlaps(holds, ["run"])
+    note = F.concat(
+        F.col("node"),
+        F.lit(" granted the lock while "),
+        F.col("other"),
+        F.lit(" held it"),
+    )
+    return bad.select(
+        *violation(
+            "run",
+            "protocol",
+            F.col("start"),
+            F.array("other", "node"),
+            None,
+            None,
+            F.array("other_start", "other_end", "start", "end"),
+            note,
+        )
+    )

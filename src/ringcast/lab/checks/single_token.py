@@ -1,0 +1,89 @@
+"""single_token: within one configuration at most one node is in token state Eating.
+
+Raincore's ``state`` rows carry ``detail.token_state``. A node is eating from a row
+with token state ``Eating`` (any case) until the first of: its next ``state`` row
+with another token state, its next ``token`` row whose ``detail.op`` is ``sent``,
+``returned`` or ``dropped`` (it passed the token on), its crash or leave, the end of
+the run. Two eating intervals of different nodes overlapping
+in time are a violation when both nodes were in the same configuration when they
+started eating. Nodes in different configurations are in a token-loss period (one
+side lost the token or is cut off and regenerates its own, which is the protocol's
+design): their overlaps are not violations.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ringcast.lab.checks._intervals import overlaps
+from ringcast.lab.checks.context import CheckContext, in_protocols, violation
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+PASSED = ("sent", "returned", "dropped")
+NAME = "single_token"
+DESCRIPTION = "at most one node of a configuration in token state Eating at any time"
+
+
+def inputs(protocol: str) -> set[str]:
+    return {"token_state"}
+
+
+def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    ts = F.lower(F.get_json_object("detail", "$.token_state"))
+    ev = (
+        ctx.rows.filter(in_protocols(protocols))
+        .withColumn("ts", ts)
+        .filter(
+            ((F.col("kind") == "state") & F.col("ts").isNotNull())
+            | ((F.col("kind") == "fault") & F.col("action").isin("crash", "leave"))
+            | ((F.col("kind") == "token") & F.get_json_object("detail", "$.op").isin(*PASSED))
+        )
+        .withColumn("eating", F.coalesce(F.col("ts") == "eating", F.lit(False)))
+    )
+    # the next end after each row, as a running frame over the reversed order (an
+    # unbounded-following frame is recomputed per row by Spark: quadratic)
+    w = (
+        Window.partitionBy("run", "node")
+        .orderBy(F.col("i").desc())
+        .rowsBetween(Window.unboundedPreceding, -1)
+    )
+    ev = ev.withColumn(
+        "next_end", F.last(F.when(~F.col("eating"), F.col("t")), ignorenulls=True).over(w)
+    )
+    eating = (
+        ev.filter("eating")
+        .join(F.broadcast(ctx.run_ends()), "run")
+        .select(
+            "run",
+            "protocol",
+            "node",
+            F.col("t").alias("start"),
+            F.coalesce("next_end", "tmax").alias("end"),
+            F.coalesce(F.col("cur.view"), F.lit("")).alias("scope"),
+        )
+    )
+    bad = overlaps(eating, ["run", "scope"])
+    note = F.concat(
+        F.col("node"),
+        F.lit(" and "),
+        F.col("other"),
+        F.lit(" both Eating in configuration "),
+        F.col("scope"),
+    )
+    return bad.select(
+        *violation(
+            "run",
+            "protocol",
+            F.col("start"),
+            F.array("other", "node"),
+            None,
+            F.array("scope"),
+            F.array("other_start", "other_end", "start", "end"),
+            note,
+        )
+    )

@@ -1,0 +1,200 @@
+"""Sweep files: scenarios x a parameter grid x seeds, expanded into run specifications.
+
+A sweep is a TOML file::
+
+    name = "default"
+    scenarios = ["../scenarios/*/*.toml"]   # globs, relative to the sweep file
+    protocols = ["raincore", "totem"]       # optional: keep only these
+    seeds = 5                               # 1..5, or a list of seeds
+    partitions = 0                          # Spark tasks (0: four per core)
+
+    [grid]                                  # every combination, per scenario
+    nodes = ["as_is", 3, 5]                 # a count: the first N of A, B, C, ...
+    "network.loss" = [0.0, 0.02]            # any scenario key, dotted
+    "settings.token_timeout" = ["20ms"]     # protocol settings: only where they exist
+    faults = ["as_is", "none"]              # keep or drop the nemesis schedule
+
+A combination a scenario cannot take (a fault on a node the ``nodes`` value removed)
+is skipped and reported, never run.
+"""
+
+from __future__ import annotations
+
+import copy
+import glob
+import itertools
+import json
+import string
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ringcast.lab.errors import LabError
+from ringcast.protocols import registry
+from ringcast.sim.scenario import ScenarioError, parse_scenario
+
+NODE_NAMES = tuple(string.ascii_uppercase) + tuple(f"N{k}" for k in range(26, 100))
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One simulation of a sweep: which scenario point and which seed."""
+
+    run: str
+    protocol: str
+    scenario: str
+    point: str
+    params: str  # JSON of the grid values of this point
+    seed: int
+    nodes: int
+    scenario_index: int  # index into Sweep.documents
+
+
+@dataclass
+class Sweep:
+    name: str
+    source: str
+    files: list[Path]
+    grid: dict[str, list[Any]]
+    seeds: list[int]
+    partitions: int = 0
+    documents: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[RunSpec] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def load_sweep(path: str | Path, *, seeds: int | None = None) -> Sweep:
+    """Read a sweep file and expand it (``seeds`` overrides the file's seed count)."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text())
+    except OSError as e:
+        raise LabError(f"{p}: cannot read sweep file: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise LabError(f"{p.name}: not valid TOML: {e}") from None
+    return parse_sweep(data, p.name, base=p.parent, seeds=seeds)
+
+
+def parse_sweep(
+    data: dict[str, Any], source: str = "<sweep>", *, base: Path = Path(), seeds: int | None = None
+) -> Sweep:
+    """Validate a parsed sweep document and expand its runs."""
+    known = {"name", "scenarios", "protocols", "seeds", "partitions", "grid"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise LabError(f"{source}: {unknown[0]}: unknown key (known: {', '.join(sorted(known))})")
+    patterns = data.get("scenarios", [])
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    if not isinstance(patterns, list) or not patterns:
+        raise LabError(f"{source}: scenarios: expected a list of file globs")
+    files: list[Path] = []
+    for pat in patterns:
+        full = pat if Path(pat).is_absolute() else str(base / pat)
+        found = sorted(Path(f) for f in glob.glob(full))
+        if not found:
+            raise LabError(f"{source}: scenarios: {pat!r} matches no file")
+        files += [f for f in found if f not in files]
+    raw_seeds = seeds if seeds is not None else data.get("seeds", 1)
+    if isinstance(raw_seeds, int) and not isinstance(raw_seeds, bool) and raw_seeds > 0:
+        seed_list = list(range(1, raw_seeds + 1))
+    elif isinstance(raw_seeds, list) and raw_seeds and all(isinstance(s, int) for s in raw_seeds):
+        seed_list = list(raw_seeds)
+    else:
+        raise LabError(f"{source}: seeds: expected a positive count or a list of integers")
+    grid = data.get("grid", {})
+    if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
+        raise LabError(f"{source}: grid: expected a table of non-empty lists")
+    partitions = data.get("partitions", 0)
+    if not isinstance(partitions, int) or partitions < 0:
+        raise LabError(f"{source}: partitions: expected an integer >= 0")
+    protocols = data.get("protocols")
+    sweep = Sweep(
+        str(data.get("name", Path(source).stem)), source, files, grid, seed_list, partitions
+    )
+    _expand(sweep, protocols)
+    if not sweep.runs:
+        raise LabError(f"{source}: no runs: every scenario point was skipped or filtered out")
+    return sweep
+
+
+def _set(doc: dict[str, Any], dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    cur = doc
+    for k in keys[:-1]:
+        cur = cur.setdefault(k, {})
+        if not isinstance(cur, dict):
+            raise ScenarioError(f"{dotted}: {k} is not a table")
+    cur[keys[-1]] = value
+
+
+def apply_point(doc: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """A copy of scenario document ``doc`` with the grid values ``params`` applied."""
+    out = copy.deepcopy(doc)
+    for key, value in params.items():
+        if key == "nodes":
+            if value == "as_is":
+                continue
+            if not isinstance(value, int) or value < 1:
+                raise ScenarioError(f"nodes: expected a node count, got {value!r}")
+            current = list(out.get("nodes", []))
+            extra = [n for n in NODE_NAMES if n not in current and n not in out.get("joiners", [])]
+            out["nodes"] = (current + extra)[:value]
+        elif key == "faults":
+            if value == "none":
+                out.pop("nemesis", None)
+            elif value != "as_is":
+                raise ScenarioError(f"faults: expected as_is or none, got {value!r}")
+        else:
+            _set(out, key, value)
+    return out
+
+
+def _label(params: dict[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in params.items()) or "base"
+
+
+def _expand(sweep: Sweep, protocols: list[str] | None) -> None:
+    for f in sweep.files:
+        try:
+            doc = tomllib.loads(f.read_text())
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise LabError(f"{f}: cannot read scenario: {e}") from None
+        proto = doc.get("protocol")
+        if protocols and proto not in protocols:
+            continue
+        try:
+            spec = registry.get(str(proto))
+        except ValueError as e:
+            sweep.skipped.append(f"{f.name}: {e}")
+            continue
+        axes = {
+            k: v
+            for k, v in sweep.grid.items()
+            if not k.startswith("settings.") or k.split(".", 1)[1] in spec.settings
+        }
+        for values in itertools.product(*axes.values()):
+            params = dict(zip(axes, values, strict=True))
+            try:
+                point_doc = apply_point(doc, params)
+                sc = parse_scenario(point_doc, f.name)
+            except ScenarioError as e:
+                sweep.skipped.append(f"{f.name} at {_label(params)}: {e}")
+                continue
+            index = len(sweep.documents)
+            sweep.documents.append(point_doc)
+            label = _label(params)
+            for seed in sweep.seeds:
+                sweep.runs.append(
+                    RunSpec(
+                        run=f"{sc.name}@{label}:{seed}",
+                        protocol=sc.protocol,
+                        scenario=sc.name,
+                        point=label,
+                        params=json.dumps(params, sort_keys=True),
+                        seed=seed,
+                        nodes=len(sc.nodes),
+                        scenario_index=index,
+                    )
+                )

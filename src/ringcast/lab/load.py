@@ -1,0 +1,136 @@
+"""Reading traces into Spark: sweep outputs, ``ringcast sim`` outputs, runtime traces.
+
+Every file is checked against the trace schema before Spark reads it (Parquet
+footers only), so a missing or mistyped column is reported with the file's name
+rather than as a Spark stack trace.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ringcast.lab.errors import LabError
+from ringcast.trace.reader import find_trace_files, read_trace
+from ringcast.trace.schema import COLUMNS
+from ringcast.trace.validate import TraceSchemaError, schema_problems
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+TRACES_DIR = "traces"
+RUNS_FILE = "runs.parquet"
+EXTRA_COLUMNS = ("protocol", "scenario")
+"""Columns the lab adds to the trace: from a sweep's partition directories, a
+``summary.json`` next to the trace, or the caller."""
+
+
+def trace_root(path: Path) -> Path:
+    """The directory (or file) holding the trace files of ``path`` (a sweep output's
+    ``traces/`` when there is one)."""
+    sub = path / TRACES_DIR
+    return sub if sub.is_dir() else path
+
+
+def _check_parquet(file: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(file)
+    except (OSError, pa.ArrowException, ValueError) as e:
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise LabError(f"{file}: not a readable Parquet file ({msg})") from None
+    problems = [p for p in schema_problems(schema) if not _partition_only(p, file)]
+    if problems:
+        raise LabError(f"{file}: " + "; ".join(problems))
+
+
+def _partition_only(problem: str, file: Path) -> bool:
+    """A "missing column" problem fully explained by hive partition directories."""
+    if not problem.startswith("missing columns: "):
+        return False
+    missing = problem.removeprefix("missing columns: ").split(", ")
+    dirs = {part.partition("=")[0] for part in file.parts if "=" in part}
+    return all(m in dirs for m in missing)
+
+
+def _summary_protocol(file: Path) -> str | None:
+    summary = file.parent / "summary.json"
+    if not summary.is_file():
+        return None
+    try:
+        return json.loads(summary.read_text()).get("protocol")
+    except (OSError, ValueError):
+        return None
+
+
+def load_traces(
+    spark: SparkSession, paths: Sequence[str | Path], *, protocol: str | None = None
+) -> DataFrame:
+    """One DataFrame of the trace columns plus ``protocol`` and ``scenario``.
+
+    ``paths`` are sweep output directories, trace directories or trace files
+    (``.parquet``, ``.jsonl``). ``protocol`` names the protocol of traces that do not
+    say (no ``protocol=`` partition and no ``summary.json``). Raises ``LabError``
+    naming the first missing, empty, unreadable or non-conforming input.
+    """
+    from pyspark.sql import functions as F
+
+    if not paths:
+        raise LabError("no trace paths given")
+    frames = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise LabError(f"{path}: no such file or directory")
+        root = trace_root(path)
+        files = [root] if root.is_file() else find_trace_files(root)
+        if not files:
+            raise LabError(f"{path}: holds no .parquet or .jsonl trace files")
+        parquet = [f for f in files if f.suffix.lower() == ".parquet"]
+        jsonl = [f for f in files if f.suffix.lower() == ".jsonl"]
+        for f in parquet:
+            _check_parquet(f)
+        groups: dict[str | None, list[Path]] = {}
+        for f in parquet:
+            groups.setdefault(_summary_protocol(f) or protocol, []).append(f)
+        base = root if root.is_dir() else root.parent
+        for proto, group in groups.items():
+            df = spark.read.option("basePath", str(base)).parquet(*map(str, group))
+            frames.append(_with_extras(df, proto, F))
+        for f in jsonl:
+            try:
+                table = read_trace(f)
+            except TraceSchemaError as e:
+                raise LabError(str(e)) from None
+            df = spark.createDataFrame(table.to_pandas())
+            frames.append(_with_extras(df, _summary_protocol(f) or protocol, F))
+    out = frames[0]
+    for df in frames[1:]:
+        out = out.unionByName(df)
+    return out
+
+
+def _with_extras(df: DataFrame, protocol: str | None, F: object) -> DataFrame:
+    f = F  # pyspark.sql.functions
+    cols = set(df.columns)
+    if "protocol" not in cols:
+        df = df.withColumn("protocol", f.lit(protocol or "unknown"))  # type: ignore[attr-defined]
+    if "scenario" not in cols:
+        df = df.withColumn(
+            "scenario",
+            f.regexp_extract(f.col("run"), r"^([^:@]*)", 1),  # type: ignore[attr-defined]
+        )
+    return df.select(*COLUMNS, *EXTRA_COLUMNS)
+
+
+def load_runs(spark: SparkSession, paths: Sequence[str | Path]) -> DataFrame | None:
+    """The sweep's run table(s) (run, protocol, scenario, point, params, seed, nodes),
+    or None when no path is a sweep output."""
+    found = [str(Path(p) / RUNS_FILE) for p in paths if (Path(p) / RUNS_FILE).exists()]
+    if not found:
+        return None
+    return spark.read.parquet(*found)

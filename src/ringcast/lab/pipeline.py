@@ -1,0 +1,86 @@
+"""The lab's jobs end to end: check, metrics, report, and ``run`` (all of them)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ringcast.lab.checks.runner import run_checks, summary_json
+from ringcast.lab.load import load_runs, load_traces
+from ringcast.lab.metrics import compute_metrics
+from ringcast.lab.report import render_report
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+CHECK_FILE, METRICS_FILE, SWEEP_FILE, REPORT_FILE = (
+    "check.json",
+    "metrics.json",
+    "sweep.json",
+    "report.html",
+)
+
+
+def check_paths(
+    spark: SparkSession,
+    paths: Sequence[str | Path],
+    *,
+    protocol: str | None = None,
+    overrides: Mapping[str, Iterable[str]] | None = None,
+    properties: Iterable[str] | None = None,
+    examples: int = 5,
+    convergence_bound: int = 10_000_000_000,
+) -> dict[str, Any]:
+    """Check the traces at ``paths``; the ``check.json`` document."""
+    trace = load_traces(spark, paths, protocol=protocol)
+    results = run_checks(
+        trace,
+        overrides=overrides,
+        properties=properties,
+        examples=examples,
+        convergence_bound=convergence_bound,
+    )
+    doc = summary_json(results)
+    doc["inputs"] = [str(p) for p in paths]
+    return doc
+
+
+def metrics_paths(
+    spark: SparkSession,
+    paths: Sequence[str | Path],
+    *,
+    protocol: str | None = None,
+    timelines: list[str] | None = None,
+) -> dict[str, Any]:
+    """Measure the traces at ``paths``; the ``metrics.json`` document."""
+    trace = load_traces(spark, paths, protocol=protocol)
+    return compute_metrics(trace, load_runs(spark, paths), timelines=timelines)
+
+
+def write_json(path: Path, doc: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def report_dir(
+    spark_factory: Callable[[], SparkSession], directory: Path, out: Path, **kw: Any
+) -> Path:
+    """Write the report of ``directory``, computing ``check.json`` and ``metrics.json``
+    there first when they are missing (Spark is started only then)."""
+    check_file, metrics_file = directory / CHECK_FILE, directory / METRICS_FILE
+    if not check_file.exists() or not metrics_file.exists():
+        spark = spark_factory()
+        if not check_file.exists():
+            write_json(check_file, check_paths(spark, [directory], **kw))
+        if not metrics_file.exists():
+            write_json(metrics_file, metrics_paths(spark, [directory]))
+    sweep_file = directory / SWEEP_FILE
+    sweep = json.loads(sweep_file.read_text()) if sweep_file.exists() else None
+    html = render_report(
+        json.loads(check_file.read_text()), json.loads(metrics_file.read_text()), sweep
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(html)
+    return out

@@ -1,0 +1,157 @@
+"""Sweeps on Spark: grid expansion, traces written by tasks, a planted bug caught."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import lab_buggy
+import pyarrow.parquet as pq
+import pytest
+
+from ringcast.lab.errors import LabError
+from ringcast.lab.grid import apply_point, load_sweep, parse_sweep
+from ringcast.lab.load import load_traces
+from ringcast.lab.pipeline import check_paths, metrics_paths
+from ringcast.lab.sweep import run_sweep
+from ringcast.sim import Simulation, parse_scenario
+
+try:
+    from pyspark import cloudpickle
+except ImportError:  # pragma: no cover - pyspark always bundles it
+    import cloudpickle  # type: ignore[no-redef]
+
+cloudpickle.register_pickle_by_value(lab_buggy)
+
+
+@pytest.fixture(scope="module")
+def buggy_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    lab_buggy.register_arrival()
+    lab_buggy.claim_total_order()
+    d = tmp_path_factory.mktemp("sweep")
+    (d / "arrival.toml").write_text(lab_buggy.SCENARIO)
+    (d / "sweep.toml").write_text(
+        'name = "bug"\nscenarios = ["arrival.toml"]\nseeds = 2\n'
+        '[grid]\nnodes = [3, 4]\n"settings.rto" = ["15ms"]\n"settings.nope" = [1, 2]\n'
+    )
+    return d / "sweep.toml"
+
+
+@pytest.fixture(scope="module")
+def swept(spark: Any, buggy_sweep: Path) -> tuple[Path, dict[str, Any]]:
+    out = buggy_sweep.parent / "out"
+    seen: list[float] = []
+    summary = run_sweep(
+        spark,
+        load_sweep(buggy_sweep),
+        out,
+        partitions=3,
+        progress=lambda f, note: seen.append(f),
+        setup=lab_buggy.register_arrival,
+    )
+    assert seen and seen[-1] == 1.0
+    return out, summary
+
+
+def test_grid_expands_points_and_skips_unknown_settings(buggy_sweep: Path) -> None:
+    sweep = load_sweep(buggy_sweep)
+    # nodes x rto (settings.nope does not exist for this protocol and is dropped) x seeds
+    assert len(sweep.runs) == 4
+    assert {r.point for r in sweep.runs} == {
+        "nodes=3,settings.rto=15ms",
+        "nodes=4,settings.rto=15ms",
+    }
+    assert {r.nodes for r in sweep.runs} == {3, 4}
+    assert len({r.run for r in sweep.runs}) == 4
+
+
+def test_apply_point_nodes_and_faults() -> None:
+    doc = {"nodes": ["A", "B"], "nemesis": [{"at": "1s", "action": "crash", "node": "B"}]}
+    assert apply_point(doc, {"nodes": 4})["nodes"] == ["A", "B", "C", "D"]
+    assert apply_point(doc, {"nodes": 1})["nodes"] == ["A"]
+    assert "nemesis" not in apply_point(doc, {"faults": "none"})
+    assert apply_point(doc, {"network.loss": 0.1})["network"] == {"loss": 0.1}
+    assert doc["nodes"] == ["A", "B"]  # the original is untouched
+
+
+def test_bad_sweeps_are_named(tmp_path: Path) -> None:
+    with pytest.raises(LabError, match="matches no file"):
+        parse_sweep({"scenarios": ["none*.toml"]}, "s.toml", base=tmp_path)
+    with pytest.raises(LabError, match="unknown key"):
+        parse_sweep({"scenarios": ["x"], "sedes": 3}, "s.toml", base=tmp_path)
+    (tmp_path / "a.toml").write_text(lab_buggy.SCENARIO)
+    with pytest.raises(LabError, match="seeds"):
+        parse_sweep({"scenarios": ["a.toml"], "seeds": 0}, "s.toml", base=tmp_path)
+
+
+def test_sweep_writes_partitioned_traces_identical_to_the_simulator(
+    swept: tuple[Path, dict[str, Any]],
+) -> None:
+    out, summary = swept
+    assert summary["runs"] == 4 and summary["partitions"] == 3
+    part = out / "traces" / "protocol=arrival" / "scenario=arrival_burst"
+    files = sorted(part.glob("*.parquet"))
+    assert files
+    table = pq.ParquetDataset([str(f) for f in files]).read()
+    runs = pq.read_table(out / "runs.parquet").to_pylist()
+    assert len(runs) == 4
+    one = next(r for r in runs if r["nodes"] == 3 and r["seed"] == 2)
+    doc = apply_point(__import__("tomllib").loads(lab_buggy.SCENARIO), json.loads(one["params"]))
+    doc["settings"] = {"rto": "15ms"}
+    expected = Simulation(parse_scenario(doc, "arrival"), 2, run_id=one["run"]).run().table()
+    got = table.filter(__import__("pyarrow.compute").compute.equal(table["run"], one["run"]))
+    got = got.sort_by([("node", "ascending"), ("i", "ascending")])
+    exp = expected.sort_by([("node", "ascending"), ("i", "ascending")])
+    assert got.num_rows == exp.num_rows > 100
+    for col in ("node", "t", "i", "kind", "msg", "detail"):
+        assert got[col].to_pylist() == exp[col].to_pylist(), col
+
+
+def test_planted_total_order_bug_is_caught(spark: Any, swept: tuple[Path, dict[str, Any]]) -> None:
+    out, _ = swept
+    doc = check_paths(spark, [out])
+    to = doc["properties"]["total_order"]
+    assert to["status"] == "violated" and to["runs_checked"] == 4 and to["runs_violated"] == 4
+    c = to["counterexamples"][0]
+    assert c["protocol"] == "arrival" and len(c["nodes"]) == 2 and len(c["msgs"]) == 2
+    assert doc["properties"]["integrity"]["status"] == "holds"
+    assert doc["properties"]["fifo"]["status"] == "holds"
+    assert doc["properties"]["mutual_exclusion"]["status"] == "not applicable"
+    assert doc["ok"] is False
+
+
+def test_metrics_of_a_sweep(spark: Any, swept: tuple[Path, dict[str, Any]]) -> None:
+    out, _ = swept
+    m = metrics_paths(spark, [out])
+    groups = {g["point"]: g for g in m["groups"]}
+    assert set(groups) == {"nodes=3,settings.rto=15ms", "nodes=4,settings.rto=15ms"}
+    g3, g4 = groups["nodes=3,settings.rto=15ms"], groups["nodes=4,settings.rto=15ms"]
+    assert g3["nodes"] == 3 and g3["runs"] == 2
+    # 200 msg/s per node for 0.7 s over a 1 s run: ~140 msgs per node per second
+    assert g4["messages_per_s"] == pytest.approx(4 * 140, rel=0.05)
+    assert g4["packets_per_message"] > 3  # at least one packet per other member
+    lat = [r for r in m["latency"] if r["point"] == "nodes=4,settings.rto=15ms"]
+    assert len(lat) == 1 and lat[0]["order"] == "agreed"
+    assert 0 <= lat[0]["p50_ms"] <= lat[0]["p95_ms"] <= lat[0]["p99_ms"] <= lat[0]["max_ms"]
+    assert lat[0]["p95_ms"] < 10
+
+
+def test_load_names_bad_inputs(spark: Any, tmp_path: Path) -> None:
+    with pytest.raises(LabError, match="no such file"):
+        load_traces(spark, [tmp_path / "missing"])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(LabError, match="holds no"):
+        load_traces(spark, [tmp_path / "empty"])
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "x.parquet").write_bytes(b"not parquet at all")
+    with pytest.raises(LabError, match=r"x\.parquet: not a readable Parquet"):
+        load_traces(spark, [bad])
+    import pyarrow as pa
+
+    short = tmp_path / "short"
+    short.mkdir()
+    pq.write_table(pa.table({"run": ["r"], "node": ["A"]}), short / "y.parquet")
+    with pytest.raises(LabError, match=r"y\.parquet: missing columns: detail, i, kind"):
+        load_traces(spark, [short])
