@@ -30,9 +30,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, TypeVar
 
+from ringcast.core import _codegen
+
 MAGIC = b"RC"
 WIRE_VERSION = 1
 MAX_FRAME = 1 << 24
+FAST_CODECS = True  # generated per-class codecs (see _codegen); the generic path is the reference
 
 _HEAD = struct.Struct("!2sBHIB")
 _U32 = struct.Struct("!I")
@@ -304,7 +307,12 @@ def _compile_message(cls: type) -> tuple[_Enc, _Dec]:
             values.append(v)
         return cls(*values), off
 
-    return enc, dec
+    if not FAST_CODECS:
+        return enc, dec
+    item_codecs = {tp: _PRIMS[tp] for tp in (int, str, bytes)}
+    return _codegen.generate(
+        cls, names, hints, list(zip(encs, decs, strict=True)), _CODECS, item_codecs, (enc, dec)
+    )
 
 
 # ---------------------------------------------------------------- frames
