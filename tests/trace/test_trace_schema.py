@@ -98,3 +98,13 @@ def test_make_row_splits_columns_from_detail():
 def test_make_row_puts_other_fields_in_detail_even_when_named_like_fixed_columns():
     row = make_row("r", "A", 1, 0, "join_request", {"node": "B", "t": 5})
     assert (row.node, row.t, row.detail) == ("A", 1, '{"node":"B","t":5}')
+
+
+def test_host_detail_never_raises_and_matches_canonical_for_json_data() -> None:
+    from ringcast.trace.rows import encode_detail, host_detail
+
+    fields = {"b": [1, 2], "a": "é", "s": {"y", "x"}}
+    assert host_detail(fields) == encode_detail(fields)
+    odd = host_detail({"raw": b"\x01\xff", "obj": object, "nan": float("nan")})
+    assert odd is not None and '"raw":"01ff"' in odd and "NaN" in odd
+    assert host_detail({}) is None

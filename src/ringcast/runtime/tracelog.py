@@ -13,7 +13,6 @@ so it keeps increasing across restarts of the node.
 
 from __future__ import annotations
 
-import json
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -21,24 +20,9 @@ from typing import Any
 
 from ringcast.runtime.storage import Reservation, StateStore
 from ringcast.trace import open_writer
+from ringcast.trace.rows import RECORD_COLUMNS, host_detail
 
-RECORD_COLUMNS = ("msg", "order", "view", "members", "transitional", "size")
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, set | frozenset):
-        return sorted(v)
-    if isinstance(v, tuple):
-        return list(v)
-    if isinstance(v, bytes):
-        return v.hex()
-    return str(v)
-
-
-def detail_json(fields: dict[str, Any] | None) -> str | None:
-    if not fields:
-        return None
-    return json.dumps(fields, sort_keys=True, separators=(",", ":"), default=_jsonable)
+detail_json = host_detail  # one detail encoding for the simulator and the runtime
 
 
 class TraceLog:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-TRACE_COLUMNS = ("msg", "order", "view", "members", "transitional", "size")
+from ringcast.trace.rows import RECORD_COLUMNS, host_detail
 
 
 class Recorder:
@@ -64,28 +63,14 @@ class Recorder:
         c["members"].append(members)
         c["transitional"].append(transitional)
         c["size"].append(size)
-        c["detail"].append(
-            json.dumps(detail, sort_keys=True, separators=(",", ":"), default=_jsonable)
-            if detail
-            else None
-        )
+        c["detail"].append(host_detail(detail))
 
     def add_record(self, node: str, t: int, kind: str, fields: dict[str, Any]) -> None:
         """A protocol's ``Record`` effect: known column names fill columns, the rest is detail."""
-        cols = {k: fields[k] for k in TRACE_COLUMNS if k in fields}
+        cols = {k: fields[k] for k in RECORD_COLUMNS if k in fields}
         detail = {k: v for k, v in fields.items() if k not in cols}
         if "members" in cols and cols["members"] is not None:
             cols["members"] = list(cols["members"])
         if "view" in cols and cols["view"] is not None:
             cols["view"] = str(cols["view"])
         self.add(node, t, kind, detail=detail or None, **cols)
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, set | frozenset):
-        return sorted(v)
-    if isinstance(v, tuple):
-        return list(v)
-    if isinstance(v, bytes):
-        return v.hex()
-    return str(v)

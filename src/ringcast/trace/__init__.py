@@ -4,7 +4,7 @@ Parquet on disk, JSON Lines for humans; see ``docs/trace-schema.md``.
 """
 
 from ringcast.trace.reader import read_trace
-from ringcast.trace.rows import encode_detail, make_row
+from ringcast.trace.rows import RECORD_COLUMNS, encode_detail, host_detail, make_row
 from ringcast.trace.schema import COLUMNS, NON_NULL, REQUIRED, SCHEMA, Row
 from ringcast.trace.validate import TraceSchemaError, validate_table
 from ringcast.trace.writer import (
@@ -17,6 +17,7 @@ from ringcast.trace.writer import (
 __all__ = [
     "COLUMNS",
     "NON_NULL",
+    "RECORD_COLUMNS",
     "REQUIRED",
     "SCHEMA",
     "JsonlTraceWriter",
@@ -25,6 +26,7 @@ __all__ = [
     "TraceSchemaError",
     "TraceWriter",
     "encode_detail",
+    "host_detail",
     "make_row",
     "open_writer",
     "read_trace",

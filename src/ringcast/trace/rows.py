@@ -8,7 +8,7 @@ from typing import Any
 
 from ringcast.trace.schema import Row
 
-__all__ = ["RECORD_COLUMNS", "canonical_json", "encode_detail", "make_row"]
+__all__ = ["RECORD_COLUMNS", "canonical_json", "encode_detail", "host_detail", "make_row"]
 
 RECORD_COLUMNS: tuple[str, ...] = ("msg", "order", "view", "members", "transitional", "size")
 """Record fields with these names fill the trace column of that name, not ``detail``."""
@@ -25,6 +25,23 @@ def encode_detail(fields: Mapping[str, Any] | None) -> str | None:
     if not fields:
         return None
     return canonical_json(fields)
+
+
+def host_detail(fields: Mapping[str, Any] | None) -> str | None:
+    """Like :func:`encode_detail`, but never raises: what the hosts use for the trace.
+
+    A host must not crash on what a protocol records, so a value JSON cannot hold is
+    written as text (bytes as hex), and NaN or an infinity as JSON's extended literals.
+    """
+    if not fields:
+        return None
+    return json.dumps(
+        fields,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=_lenient_default,
+    )
 
 
 def canonical_json(value: Any) -> str:
@@ -66,6 +83,14 @@ def make_row(
         fields.get("size"),
         encode_detail({k: v for k, v in fields.items() if k not in RECORD_COLUMNS}),
     )
+
+
+def _lenient_default(value: object) -> object:
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=str)
+    if isinstance(value, bytes):
+        return value.hex()
+    return str(value)
 
 
 def _json_default(value: object) -> object:
