@@ -16,6 +16,18 @@ A sweep is a TOML file::
 
 A combination a scenario cannot take (a fault on a node the ``nodes`` value removed)
 is skipped and reported, never run.
+
+Growing a scenario (``nodes`` above its own count) adds nodes that its faults never
+name. A ``partition`` fault would leave them out of every group, and unlisted nodes
+form one more group: a 2|3 partition of five nodes would become a three-way 2|3|1
+split of six in which no side holds a majority. The added nodes therefore join the
+largest group of each partition (the last of the largest on a tie), so the sides keep
+their roles: 2|3 of five becomes 2|4 of six.
+
+A scenario with ``fixed = true`` is a worked example with exact timings (a seed's
+figure): the grid runs it only at points that
+leave it unchanged (``as_is``, its own group size, the values it already has) and
+skips and reports every other point.
 """
 
 from __future__ import annotations
@@ -35,6 +47,11 @@ from ringcast.protocols import registry
 from ringcast.sim.scenario import ScenarioError, parse_scenario
 
 NODE_NAMES = tuple(string.ascii_uppercase) + tuple(f"N{k}" for k in range(26, 100))
+
+
+def is_fixed(doc: dict[str, Any]) -> bool:
+    """Whether a parsed scenario document declares itself ``fixed = true``."""
+    return doc.get("fixed") is True
 
 
 @dataclass(frozen=True)
@@ -141,6 +158,7 @@ def apply_point(doc: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
             current = list(out.get("nodes", []))
             extra = [n for n in NODE_NAMES if n not in current and n not in out.get("joiners", [])]
             out["nodes"] = (current + extra)[:value]
+            _grow_partitions(out, [n for n in out["nodes"] if n not in current])
         elif key == "faults":
             if value == "none":
                 out.pop("nemesis", None)
@@ -151,6 +169,26 @@ def apply_point(doc: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _grow_partitions(doc: dict[str, Any], added: list[str]) -> None:
+    """Put the ``added`` nodes into the largest group of every partition fault."""
+    if not added:
+        return
+    for entry in doc.get("nemesis", []):
+        if not isinstance(entry, dict) or entry.get("action") != "partition":
+            continue
+        groups = entry.get("groups")
+        if not isinstance(groups, list) or not groups:
+            continue
+        if not all(isinstance(g, list) for g in groups):
+            continue  # malformed: parse_scenario names the error
+        listed = {n for g in groups for n in g}
+        new = [n for n in added if n not in listed]
+        if not new:
+            continue
+        largest = max(range(len(groups)), key=lambda k: (len(groups[k]), k))
+        entry["groups"] = [g + new if k == largest else g for k, g in enumerate(groups)]
+
+
 def _label(params: dict[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in params.items()) or "base"
 
@@ -158,9 +196,11 @@ def _label(params: dict[str, Any]) -> str:
 def _expand(sweep: Sweep, protocols: list[str] | None) -> None:
     for f in sweep.files:
         try:
-            doc = tomllib.loads(f.read_text())
+            text = f.read_text()
+            doc = tomllib.loads(text)
         except (OSError, tomllib.TOMLDecodeError) as e:
             raise LabError(f"{f}: cannot read scenario: {e}") from None
+        fixed = is_fixed(doc)
         proto = doc.get("protocol")
         if protocols and proto not in protocols:
             continue
@@ -174,6 +214,13 @@ def _expand(sweep: Sweep, protocols: list[str] | None) -> None:
             for k, v in sweep.grid.items()
             if not k.startswith("settings.") or k.split(".", 1)[1] in spec.settings
         }
+        base_sc = None
+        if fixed:
+            try:
+                base_sc = parse_scenario(doc, f.name)
+            except ScenarioError as e:
+                sweep.skipped.append(f"{f.name}: {e}")
+                continue
         for values in itertools.product(*axes.values()):
             params = dict(zip(axes, values, strict=True))
             try:
@@ -181,6 +228,12 @@ def _expand(sweep: Sweep, protocols: list[str] | None) -> None:
                 sc = parse_scenario(point_doc, f.name)
             except ScenarioError as e:
                 sweep.skipped.append(f"{f.name} at {_label(params)}: {e}")
+                continue
+            if base_sc is not None and sc != base_sc:
+                sweep.skipped.append(
+                    f"{f.name} at {_label(params)}: a worked example with exact timings"
+                    " (fixed = true) runs only as it is"
+                )
                 continue
             index = len(sweep.documents)
             sweep.documents.append(point_doc)

@@ -113,6 +113,7 @@ class Scenario:
     nemesis: tuple[Action, ...] = ()
     seed: int = 1
     count_bytes: bool = True
+    fixed: bool = False
     source: str = "<scenario>"
 
     @property
@@ -427,6 +428,9 @@ def parse_scenario(data: Mapping[str, Any], source: str = "<scenario>") -> Scena
     count_bytes = t.get("count_bytes", True)
     if not isinstance(count_bytes, bool):
         raise ScenarioError(f"{path('count_bytes')}: expected true or false")
+    fixed = t.get("fixed", False)
+    if not isinstance(fixed, bool):
+        raise ScenarioError(f"{path('fixed')}: expected true or false")
     raw_settings = t.get("settings", {})
     if not isinstance(raw_settings, dict):
         raise ScenarioError(f"{path('settings')}: expected a table")
@@ -467,6 +471,7 @@ def parse_scenario(data: Mapping[str, Any], source: str = "<scenario>") -> Scena
         nemesis=tuple(actions[i] for i in order),
         seed=seed,
         count_bytes=count_bytes,
+        fixed=fixed,
         source=source,
     )
     _check_schedule(sc)
