@@ -23,7 +23,7 @@ from ringcast.runtime.security import write_key_file
 from ringcast.runtime.status import fetch_status
 
 # Protocols registered now (raincore and totem register themselves when present).
-PROTOCOLS = registry.names()
+PROTOCOLS = registry.builtin_names()  # not the probes other test modules register
 TOTAL_ORDER = [p for p in PROTOCOLS if p in ("raincore", "totem")]
 
 

@@ -144,3 +144,11 @@ def test_with_settings_validates() -> None:
     assert sc.with_settings(heartbeat_misses=7).settings["heartbeat_misses"] == 7
     with pytest.raises(ValueError, match="unknown setting"):
         sc.with_settings(nope=1)
+
+
+def test_builtin_protocols_exclude_test_registrations() -> None:
+    from ringcast.protocols import registry
+
+    assert {"basic", "raincore", "totem"} <= set(registry.builtin_names())
+    assert "test_pinger" in registry.names()  # registered by this directory's conftest
+    assert "test_pinger" not in registry.builtin_names()

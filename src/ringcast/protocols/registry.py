@@ -117,5 +117,16 @@ def get(name: str) -> ProtocolSpec:
 
 
 def names() -> list[str]:
+    """Every registered protocol, including any a plugin or a test registered."""
     _load_builtins()
     return sorted(_REGISTRY)
+
+
+def builtin_names() -> list[str]:
+    """The protocols ringcast ships (those defined under ``ringcast.protocols``)."""
+    _load_builtins()
+    return sorted(
+        name
+        for name, spec in _REGISTRY.items()
+        if getattr(spec.factory, "__module__", "").startswith("ringcast.protocols.")
+    )
