@@ -2,6 +2,7 @@
 10 M events with local[1] and local[2], beside a single-process pandas total-order check.
 
     python bench/lab_check.py [--sizes 1000000 10000000] [--masters local[1] local[2]]
+        [--shuffle-per-core 1] [--no-pandas]
 
 Each run of a synthetic trace has 5 nodes in one configuration; every message is
 submitted once and delivered by all 5 nodes in one order (so every property holds and
@@ -129,14 +130,14 @@ def pandas_total_order(path: Path) -> int:
     return bad
 
 
-def spark_suite(path: Path, master: str) -> tuple[float, int]:
+def spark_suite(path: Path, master: str, per_core: int = 1) -> tuple[float, int]:
     from ringcast.lab.checks import run_checks
     from ringcast.lab.load import load_traces
     from ringcast.lab.properties import PROPERTIES
     from ringcast.lab.session import spark_session
 
     cores = int(master[6:-1]) if master.startswith("local[") else 2
-    spark = spark_session(master, shuffle_partitions=2 * cores)
+    spark = spark_session(master, shuffle_partitions=per_core * cores)
     try:
         trace = load_traces(spark, [path], protocol="synth")
         t0 = time.perf_counter()
@@ -152,6 +153,9 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
     ap.add_argument("--masters", nargs="+", default=["local[1]", "local[2]"])
     ap.add_argument("--no-pandas", action="store_true")
+    ap.add_argument(
+        "--shuffle-per-core", type=int, default=1, help="shuffle partitions per core (default 1)"
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
@@ -167,7 +171,7 @@ def main() -> None:
                     flush=True,
                 )
             for master in args.masters:
-                wall, bad = spark_suite(path, master)
+                wall, bad = spark_suite(path, master, args.shuffle_per_core)
                 print(
                     f"{n:>10} events  spark {master:9} all properties  {wall:8.2f} s  "
                     f"{n / wall:12,.0f} events/s  violations {bad}",

@@ -46,7 +46,9 @@ def _claims(args: argparse.Namespace) -> dict[str, frozenset[str]] | None:
         raise LabError(str(e)) from None
 
 
-def _sweep(args: argparse.Namespace, sweep_file: Path, out: Path) -> dict[str, Any]:
+def _sweep(
+    args: argparse.Namespace, sweep_file: Path, out: Path, spark: Any = None
+) -> dict[str, Any]:
     from ringcast.cli.progress import ProgressBar
     from ringcast.lab.grid import load_sweep
     from ringcast.lab.sweep import run_sweep
@@ -54,7 +56,7 @@ def _sweep(args: argparse.Namespace, sweep_file: Path, out: Path) -> dict[str, A
     sweep = load_sweep(sweep_file, seeds=args.seeds)
     for s in sweep.skipped:
         print(f"skipped: {s}", file=sys.stderr)
-    spark = _spark(args)
+    spark = spark if spark is not None else _spark(args)
     bar = None if args.quiet else ProgressBar(f"sweep {sweep.name} ({len(sweep.runs)} runs)")
     summary = run_sweep(spark, sweep, out, partitions=args.partitions, progress=bar)
     if not args.quiet:
@@ -145,34 +147,53 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _summary_line(doc: dict[str, Any]) -> tuple[list[str], list[str], list[str]]:
+    """(held, violated, not applicable) property names of a ``check.json`` document."""
+    props = doc["properties"]
+    held = [n for n, p in props.items() if p["status"] == "holds"]
+    bad = [n for n, p in props.items() if p["status"] == "violated"]
+    na = [n for n, p in props.items() if p["status"] not in ("holds", "violated")]
+    return held, bad, na
+
+
 @_guard
 def cmd_run(args: argparse.Namespace) -> int:
-    from ringcast.lab.pipeline import (
-        CHECK_FILE,
-        METRICS_FILE,
-        REPORT_FILE,
-        check_paths,
-        metrics_paths,
-        report_dir,
-        write_json,
-    )
+    import time
 
+    from ringcast.lab.pipeline import run_pipeline
+
+    t0 = time.perf_counter()
     out: Path = args.out
-    _sweep(args, args.sweep, out)
-    spark = _spark(args)
-    doc = check_paths(
+    spark = _spark(args)  # one session for sweep, check, metrics and report
+    summary = _sweep(args, args.sweep, out, spark=spark)
+    bar = None if args.quiet else _phases_bar()
+    doc, report, times = run_pipeline(
         spark,
-        [out],
+        out,
         overrides=_claims(args),
         examples=args.examples,
         convergence_bound=int(args.convergence_bound * 1e9),
+        progress=bar,
     )
-    write_json(out / CHECK_FILE, doc)
     _print_check(doc)
-    write_json(out / METRICS_FILE, metrics_paths(spark, [out]))
-    report = report_dir(lambda: spark, out, out / REPORT_FILE)
-    print(f"traces, {CHECK_FILE}, {METRICS_FILE} and {REPORT_FILE} -> {out} (report: {report})")
+    held, bad, na = _summary_line(doc)
+    wall = time.perf_counter() - t0
+    print(
+        f"lab run: {summary['runs']} runs ({len(summary['skipped'])} points skipped), "
+        f"{len(held)} properties hold, {len(bad)} violated, {len(na)} not applicable; "
+        f"sweep {summary['wall_s']:.0f} s, check {times['check']:.0f} s, "
+        f"metrics {times['metrics']:.0f} s, total {wall:.0f} s"
+    )
+    if bad:
+        print(f"VIOLATED: {', '.join(bad)} (counterexamples in the report)")
+    print(f"report: {report}  (traces, check.json, metrics.json in {out})")
     return 0 if doc["ok"] else 1
+
+
+def _phases_bar() -> Any:
+    from ringcast.cli.progress import ProgressBar
+
+    return ProgressBar("check, metrics, report", delay=0.0)
 
 
 def _common(p: argparse.ArgumentParser) -> None:

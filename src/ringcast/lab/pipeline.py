@@ -84,3 +84,72 @@ def report_dir(
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(html)
     return out
+
+
+def run_pipeline(
+    spark: SparkSession,
+    out: Path,
+    *,
+    overrides: Mapping[str, Iterable[str]] | None = None,
+    examples: int = 5,
+    convergence_bound: int = 10_000_000_000,
+    progress: Callable[[float, str], None] | None = None,
+) -> tuple[dict[str, Any], Path, dict[str, float]]:
+    """Check, measure and report a sweep output ``out`` with one session: writes
+    ``check.json``, ``metrics.json`` and ``report.html`` there (the report even when
+    properties are violated). Returns the check document, the report's path and the
+    wall time of each phase."""
+    import threading
+
+    state = {"fraction": 0.0, "note": "checking properties"}
+    stop = threading.Event()
+
+    def step(fraction: float, note: str) -> None:
+        state.update(fraction=fraction, note=note)
+        if progress is not None:
+            progress(fraction, note)
+
+    def tick() -> None:  # redraw (elapsed time) while a phase runs
+        while not stop.wait(1.0):
+            if progress is not None and state["fraction"] < 1.0:
+                progress(float(state["fraction"]), str(state["note"]))
+
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
+    try:
+        return _pipeline(spark, out, overrides, examples, convergence_bound, step)
+    finally:
+        stop.set()
+        ticker.join()
+
+
+def _pipeline(
+    spark: SparkSession,
+    out: Path,
+    overrides: Mapping[str, Iterable[str]] | None,
+    examples: int,
+    convergence_bound: int,
+    step: Callable[[float, str], None],
+) -> tuple[dict[str, Any], Path, dict[str, float]]:
+    import time
+
+    times: dict[str, float] = {}
+    step(0.0, "checking properties")
+    t0 = time.perf_counter()
+    doc = check_paths(
+        spark,
+        [out],
+        overrides=overrides,
+        examples=examples,
+        convergence_bound=convergence_bound,
+    )
+    write_json(out / CHECK_FILE, doc)
+    times["check"] = time.perf_counter() - t0
+    step(0.5, "measuring")
+    t0 = time.perf_counter()
+    write_json(out / METRICS_FILE, metrics_paths(spark, [out]))
+    times["metrics"] = time.perf_counter() - t0
+    step(0.95, "writing the report")
+    report = report_dir(lambda: spark, out, out / REPORT_FILE)
+    step(1.0, "done")
+    return doc, report, times

@@ -72,6 +72,12 @@ default is ``agreed`` and ``safe``."""
 
 DEFAULT_TOTAL_ORDERS: tuple[str, ...] = ("agreed", "safe")
 
+CONVERGE_ON: dict[str, str] = {"raincore": "members"}
+"""What "one same configuration" means for convergence: ``view`` (the default: the same
+configuration id and members) or ``members`` (the same member set: a Raincore node may
+commit an unchanged membership at a global-view index the others skip, so equal
+memberships can carry different indexes; index agreement is view_agreement's job)."""
+
 
 def claims(protocol: str, overrides: Mapping[str, Iterable[str]] | None = None) -> frozenset[str]:
     """The properties ``protocol`` is checked for (``overrides`` first, then the table)."""

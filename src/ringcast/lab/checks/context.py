@@ -80,10 +80,18 @@ class CheckContext:
     def _cached(self, key: str, build: Any) -> Any:
         if key not in self._cache:
             df = build()
-            if hasattr(df, "cache"):
-                df = df.cache()
+            if hasattr(df, "persist"):
+                from pyspark import StorageLevel
+
+                df = df.persist(StorageLevel.MEMORY_AND_DISK)
             self._cache[key] = df
         return self._cache[key]
+
+    def materialize(self) -> None:
+        """Compute the annotated rows and the deliveries and hold them (one job each),
+        so that every check reads them from memory instead of the trace files."""
+        self.rows.count()
+        self.deliveries.count()
 
     def close(self) -> None:
         for df in self._cache.values():
@@ -174,7 +182,21 @@ class CheckContext:
         def build() -> DataFrame:
             from pyspark.sql import functions as F
 
-            d = self.rows.filter(F.col("kind") == "deliver").drop("members", "transitional")
+            d = self.rows.filter(F.col("kind") == "deliver").select(
+                "run",
+                "protocol",
+                "node",
+                "t",
+                "i",
+                "msg",
+                "order",
+                "view",
+                F.when(
+                    F.col("cur").isNotNull(), F.struct("cur.view", "cur.members", "cur.vt")
+                ).alias("cur"),
+                "prev_reg",
+                "next_reg",
+            )
             return d.withColumn("sender", F.regexp_extract("msg", r"^(.*):[^:]*$", 1)).withColumn(
                 "counter", F.regexp_extract("msg", r":(\d+)$", 1).try_cast("long")
             )
@@ -248,3 +270,10 @@ def total_order_inputs(protocol: str) -> set[str]:
     """The run tags that give total order something to check for ``protocol``."""
     orders = TOTAL_ORDERS.get(protocol, DEFAULT_TOTAL_ORDERS)
     return {"deliver"} if orders is None else {f"deliver:{o}" for o in orders}
+
+
+def members_key(col: str) -> Column:
+    """A member list as one canonical string (sorted, joined): equal sets, equal keys."""
+    from pyspark.sql import functions as F
+
+    return F.array_join(F.array_sort(F.col(col)), "\u0001")

@@ -8,7 +8,9 @@ component's live nodes, within a bound of the last fault.
 * components: the groups of the run's last ``partition`` fault (nodes in no group
   form one more component) unless a ``heal`` came after it; else one component;
 * a node's final configuration is its last regular ``view`` since its last reset
-  (crash, restart, join, leave); none is a violation;
+  (crash, restart, join, leave); none is a violation; "one same configuration" is the
+  same id and members, or the same members for protocols listed in
+  :data:`~ringcast.lab.properties.CONVERGE_ON`;
 * the convergence time is the latest final installation minus the last fault (0 when
   every final configuration was installed before it), and must not exceed
   ``CheckContext.convergence_bound`` (default 10 s).
@@ -18,7 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ringcast.lab.checks.context import CheckContext, in_protocols, violation
+from ringcast.lab.checks.context import CheckContext, in_protocols, members_key, violation
+from ringcast.lab.properties import CONVERGE_ON
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -77,6 +80,13 @@ def components(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
         F.expr("array_max(transform(groups, (g, k) -> if(array_contains(g, node), k + 1, 0)))"),
         F.lit(0),
     )
+    # "One same configuration": the same id and members, or for protocols converging on
+    # members (CONVERGE_ON) the same member set (compared as canonical strings).
+    on_members = [p for p, how in CONVERGE_ON.items() if how == "members"]
+    key = members_key("fin.members")
+    same_config = F.when(F.col("protocol").isin(on_members), key).otherwise(
+        F.concat_ws("\u0002", F.col("fin.view"), key)
+    )
     nodes = (
         per_node.join(has_stats, "run")
         .join(cut, "run", "left")
@@ -89,7 +99,8 @@ def components(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
         nodes.groupBy("run", "protocol", "component")
         .agg(
             F.array_sort(F.collect_list("node")).alias("live"),
-            F.collect_set(F.struct("fin.view", "fin.members")).alias("finals"),
+            F.collect_set(F.struct(same_config.alias("key"), "fin.members")).alias("finals"),
+            F.array_sort(F.collect_set(F.coalesce("fin.view", F.lit("none")))).alias("views"),
             F.sum(F.col("fin").isNull().cast("int")).alias("no_view"),
             F.max("fin.t").alias("tlast"),
             F.first(F.coalesce("tf", F.lit(0))).alias("tf"),
@@ -130,7 +141,6 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
         )
     )
     note = F.concat(reason, F.lit(": "), F.array_join("by_node", " "))
-    views = F.expr("array_distinct(transform(finals, f -> coalesce(f.view, 'none')))")
     return bad.select(
         *violation(
             "run",
@@ -138,7 +148,7 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
             F.coalesce("tlast", "tf"),
             F.col("live"),
             None,
-            views,
+            F.col("views"),
             F.array("tf", F.coalesce("tlast", "tf")),
             note,
         )

@@ -27,10 +27,10 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
     from pyspark.sql import functions as F
 
     d = ctx.deliveries.filter(in_protocols(protocols) & F.col("counter").isNotNull())
-    first = (
-        d.groupBy("run", "protocol", "node", "sender", "msg")
-        .agg(F.min(F.struct("i", "t", "counter")).alias("f"))
-        .select("run", "protocol", "node", "sender", "msg", "f.*")
+    first = d.groupBy("run", "protocol", "node", "sender", "msg").agg(
+        F.min("i").alias("i"),
+        F.min_by("t", "i").alias("t"),
+        F.min_by("counter", "i").alias("counter"),
     )
     w = Window.partitionBy("run", "node", "sender").orderBy("i")
     seq = (

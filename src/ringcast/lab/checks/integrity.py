@@ -21,11 +21,14 @@ def inputs(protocol: str) -> set[str]:
 def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
     from pyspark.sql import functions as F
 
-    d = ctx.deliveries.filter(in_protocols(protocols))
+    d = ctx.deliveries.filter(in_protocols(protocols)).select("run", "protocol", "node", "msg", "t")
+    # count with a hash aggregation first; the times are collected for the few repeats only
+    key = ["run", "protocol", "node", "msg"]
+    repeated = d.groupBy(*key).count().filter(F.col("count") > 1).select(*key)
     dups = (
-        d.groupBy("run", "protocol", "node", "msg")
+        d.join(repeated, key)
+        .groupBy(*key)
         .agg(F.count("*").alias("n"), F.array_sort(F.collect_list("t")).alias("ts"))
-        .filter(F.col("n") > 1)
         .select(
             *violation(
                 "run",
@@ -45,14 +48,16 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
     both = d.select("run", "protocol", "msg", "node", "t", F.lit(0).alias("sent")).unionByName(
         subs.select("run", "protocol", "msg", "node", "t", F.lit(1).alias("sent"))
     )
-    unsent = (
+    never = (
         both.groupBy("run", "protocol", "msg")
-        .agg(
-            F.sum("sent").alias("sent"),
-            F.array_sort(F.collect_set(F.when(F.col("sent") == 0, F.col("node")))).alias("nodes"),
-            F.min("t").alias("t"),
-        )
+        .agg(F.max("sent").alias("sent"))
         .filter(F.col("sent") == 0)
+        .drop("sent")
+    )
+    unsent = (
+        d.join(never, ["run", "protocol", "msg"])
+        .groupBy("run", "protocol", "msg")
+        .agg(F.array_sort(F.collect_set("node")).alias("nodes"), F.min("t").alias("t"))
         .select(
             *violation(
                 "run",

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import os
+import sys
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ringcast.lab.checks.context import CheckContext
+from ringcast.lab.checks.context import VIOLATION_COLUMNS, CheckContext
 from ringcast.lab.properties import PROPERTIES, claims
 
 if TYPE_CHECKING:
@@ -48,6 +52,10 @@ def run_checks(
     (:func:`ringcast.lab.properties.claims`, ``overrides`` first) that have its inputs;
     a property no such run exists for is "not applicable". Up to ``examples``
     counterexamples are kept per property, earliest run and time first.
+
+    The annotated trace is computed and held in memory once; the violations of every
+    property are then counted in one Spark job and their counterexamples collected in
+    one more (none when every property holds).
     """
     from ringcast.lab.checks import CHECKS
 
@@ -61,31 +69,55 @@ def run_checks(
         convergence_bound=convergence_bound,
         safe_grace=safe_grace,
     )
+    sc = trace.sparkSession.sparkContext
     try:
-        info = ctx.run_info
+        with _phase(sc, "ringcast check: runs and their inputs"):
+            info = ctx.run_info
         # token rows are only needed for the protocols single_token is applied to
         ctx.token_protocols = frozenset(
             r["protocol"]
             for r in info
             if "single_token" in names and "single_token" in claims(r["protocol"], overrides)
         )
-        results = []
+        results: list[PropertyResult] = []
+        frames: list[DataFrame] = []
+        scopes: list[tuple[str, str]] = []
         for name in names:
-            results.append(_check_one(ctx, CHECKS[name], info, overrides, examples))
+            result, active, runs = _plan_one(CHECKS[name], info, overrides)
+            results.append(result)
+            if active:
+                frames.append(_tagged(ctx, CHECKS[name], active))
+                scopes += [(name, r) for r in runs]
+        if frames:
+            with _phase(sc, "ringcast check: annotate the trace"):
+                ctx.materialize()
+            with _phase(sc, "ringcast check: count violations of every property"):
+                _count(ctx, results, frames, scopes, examples)
         return results
     finally:
         ctx.close()
 
 
-def _check_one(
-    ctx: CheckContext,
+@contextmanager
+def _phase(sc: Any, what: str) -> Iterator[None]:
+    """Name the Spark jobs of one phase (visible with ``--ui``) and, with
+    ``RINGCAST_LAB_PROFILE`` set, print its wall time on stderr."""
+    sc.setJobDescription(what)
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        sc.setJobDescription(None)
+        if os.environ.get("RINGCAST_LAB_PROFILE"):
+            print(f"{time.perf_counter() - t0:8.2f} s  {what}", file=sys.stderr, flush=True)
+
+
+def _plan_one(
     module: Any,
     info: list[dict[str, Any]],
     overrides: Mapping[str, Iterable[str]] | None,
-    examples: int,
-) -> PropertyResult:
-    from pyspark.sql import functions as F
-
+) -> tuple[PropertyResult, frozenset[str], list[str]]:
+    """The result skeleton of one property, the protocols it applies to, its runs."""
     name = module.NAME
     per_proto: dict[str, dict[str, Any]] = {}
     checked_runs: set[str] = set()
@@ -100,30 +132,66 @@ def _check_one(
             checked_runs.add(r["run"])
     active = frozenset(p for p, e in per_proto.items() if e["runs_checked"])
     result = PropertyResult(name, module.DESCRIPTION, NOT_APPLICABLE, protocols=per_proto)
-    if not active:
-        return result
-    result.runs_checked = len(checked_runs)
+    if active:
+        result.runs_checked = len(checked_runs)
+        result.status = HOLDS
+    return result, active, sorted(checked_runs)
+
+
+def _tagged(ctx: CheckContext, module: Any, active: frozenset[str]) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    v = module.violations(ctx, active).select(*VIOLATION_COLUMNS)
+    return v.select(F.lit(module.NAME).alias("property"), *VIOLATION_COLUMNS)
+
+
+def _count(
+    ctx: CheckContext,
+    results: list[PropertyResult],
+    frames: list[DataFrame],
+    scopes: list[tuple[str, str]],
+    examples: int,
+) -> None:
+    """Count every property's violations in one job, then fetch the counterexamples."""
+    from pyspark import StorageLevel
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
     spark = ctx.trace.sparkSession
-    runs = spark.createDataFrame([(r,) for r in sorted(checked_runs)], "run string")
-    viol = module.violations(ctx, active).join(F.broadcast(runs), "run", "left_semi").cache()
+    checked = spark.createDataFrame(scopes, "property string, run string")
+    allv = frames[0]
+    for f in frames[1:]:
+        allv = allv.unionByName(f)
+    allv = allv.join(F.broadcast(checked), ["property", "run"], "left_semi")
+    allv = allv.persist(StorageLevel.MEMORY_AND_DISK)
+    by_name = {r.property: r for r in results}
     try:
         counts = (
-            viol.groupBy("protocol")
+            allv.groupBy("property", "protocol")
             .agg(F.count("*").alias("n"), F.countDistinct("run").alias("runs"))
             .collect()
         )
         for c in counts:
-            per_proto[c.protocol]["violations"] = int(c.n)
-            per_proto[c.protocol]["runs_violated"] = int(c.runs)
-        result.violations = sum(int(c.n) for c in counts)
-        result.runs_violated = sum(int(c.runs) for c in counts)
-        if result.violations:
-            rows = viol.orderBy("run", "t", "note").limit(examples).collect()
-            result.counterexamples = [r.asDict(recursive=True) for r in rows]
+            result = by_name[c.property]
+            result.protocols[c.protocol]["violations"] = int(c.n)
+            result.protocols[c.protocol]["runs_violated"] = int(c.runs)
+            result.violations += int(c.n)
+            result.runs_violated += int(c.runs)
+            result.status = VIOLATED
+        if counts and examples > 0:
+            w = Window.partitionBy("property").orderBy("run", "t", "note")
+            rows = (
+                allv.withColumn("_k", F.row_number().over(w))
+                .filter(F.col("_k") <= examples)
+                .orderBy("property", "_k")
+                .drop("_k")
+                .collect()
+            )
+            for row in rows:
+                d = row.asDict(recursive=True)
+                by_name[d.pop("property")].counterexamples.append(d)
     finally:
-        viol.unpersist()
-    result.status = VIOLATED if result.violations else HOLDS
-    return result
+        allv.unpersist()
 
 
 def summary_json(results: list[PropertyResult]) -> dict[str, Any]:

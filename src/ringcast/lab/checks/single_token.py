@@ -1,7 +1,8 @@
 """single_token: within one configuration at most one node is in token state Eating.
 
 Raincore's ``state`` rows carry ``detail.token_state``. A node is eating from a row
-with token state ``Eating`` (any case) until the first of: its next ``state`` row
+with token state ``Eating`` (any case) and view state ``Agreement`` (or none recorded)
+until the first of: its next ``state`` row
 with another token state, its next ``token`` row whose ``detail.op`` is ``sent``,
 ``returned`` or ``dropped`` (it passed the token on), its crash or leave, the end of
 the run. Two eating intervals of different nodes overlapping
@@ -35,6 +36,9 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
     from pyspark.sql import functions as F
 
     ts = F.lower(F.get_json_object("detail", "$.token_state"))
+    # Eating on a copy that is not confirmed (view state Chaos or Reserve) is a stale or
+    # rerouted copy: it grants no lock and commits nothing (Raincore decisions 14, 19).
+    vs = F.coalesce(F.lower(F.get_json_object("detail", "$.view_state")), F.lit("agreement"))
     ev = (
         ctx.rows.filter(in_protocols(protocols))
         .withColumn("ts", ts)
@@ -43,7 +47,9 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
             | ((F.col("kind") == "fault") & F.col("action").isin("crash", "leave"))
             | ((F.col("kind") == "token") & F.get_json_object("detail", "$.op").isin(*PASSED))
         )
-        .withColumn("eating", F.coalesce(F.col("ts") == "eating", F.lit(False)))
+        .withColumn(
+            "eating", F.coalesce((F.col("ts") == "eating") & (vs == "agreement"), F.lit(False))
+        )
     )
     # the next end after each row, as a running frame over the reversed order (an
     # unbounded-following frame is recomputed per row by Spark: quadratic)

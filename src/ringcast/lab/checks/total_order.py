@@ -3,10 +3,16 @@ relative order.
 
 The scope of the comparison is one configuration for protocols whose
 :data:`~ringcast.lab.properties.ORDER_SCOPE` is ``view`` (Totem), else the whole run.
-For each message the first delivery at each node is kept; every pair of nodes that
-both delivered it yields a row (the message's rank ``i`` at each); ordered by the
-rank at the first node, the rank at the second must only grow, which ``lag`` checks
-between neighbours.
+For each message the first delivery at each node is kept.
+
+Per scope, the node with the most such deliveries is the reference. When it delivered
+every message of the scope (the common case), comparing every other node with it alone
+is exact: two nodes that both agree with a superset order agree with each other, and a
+node that disagrees with it is a violation between the two. Ordered by the message's
+index at the reference, each node's own index must only grow, which ``lag`` checks
+between neighbours: a linear pass, no pair of nodes is formed. Scopes without such a
+complete node fall back to every pair of nodes that delivered a message (its index at
+each), checked the same way per pair.
 """
 
 from __future__ import annotations
@@ -44,12 +50,50 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
             F.col("protocol").isin(*by_view), F.coalesce(F.col("view"), F.col("cur.view"))
         ).otherwise(F.lit(""))
     d = d.withColumn("scope", F.coalesce(scope, F.lit("")))
+    # min/min_by keep a hash aggregation (a min over a struct sorts every delivery)
     first = d.groupBy("run", "protocol", "scope", "msg", "node").agg(
-        F.min(F.struct("i", "t")).alias("f")
+        F.min("i").alias("i"), F.min_by("t", "i").alias("t")
     )
+    per_scope = (
+        first.groupBy("run", "scope", "node")
+        .agg(F.count("*").alias("c"))
+        .groupBy("run", "scope")
+        .agg(F.max(F.struct("c", "node")).alias("ref"))
+    )
+    msgs = first.groupBy("run", "scope").agg(F.count_distinct("msg").alias("nm"))
+    ref = per_scope.join(msgs, ["run", "scope"]).select(
+        "run",
+        "scope",
+        F.col("ref.node").alias("ref"),
+        (F.col("ref.c") == F.col("nm")).alias("complete"),
+    )
+    first = first.join(F.broadcast(ref), ["run", "scope"])  # one row a scope: small
+    # complete scopes: every node against the reference
+    at_ref = F.max(F.when(F.col("node") == F.col("ref"), F.struct("i", "t"))).over(
+        Window.partitionBy("run", "scope", "msg")
+    )
+    against = (
+        first.filter("complete")
+        .withColumn("r", at_ref)
+        .filter(F.col("node") != F.col("ref"))
+        .select(
+            "run",
+            "protocol",
+            "scope",
+            "msg",
+            F.col("ref").alias("p"),
+            F.col("r.i").alias("pi"),
+            F.col("r.t").alias("pt"),
+            F.col("node").alias("q"),
+            F.col("i").alias("qi"),
+            F.col("t").alias("qt"),
+        )
+    )
+    # other scopes: every pair of nodes that delivered a message
     per_msg = (
-        first.groupBy("run", "protocol", "scope", "msg")
-        .agg(F.collect_list(F.struct("node", "f.i", "f.t")).alias("ds"))
+        first.filter(~F.col("complete"))
+        .groupBy("run", "protocol", "scope", "msg")
+        .agg(F.collect_list(F.struct("node", "i", "t")).alias("ds"))
         .filter(F.size("ds") > 1)
     )
     pairs = F.expr(
@@ -60,6 +104,7 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
     rows = per_msg.select("run", "protocol", "scope", "msg", F.explode(pairs).alias("x")).select(
         "run", "protocol", "scope", "msg", "x.*"
     )
+    rows = against.unionByName(rows)
     w = Window.partitionBy("run", "scope", "p", "q").orderBy("pi")
     seq = (
         rows.withColumn("prev_qi", F.lag("qi").over(w))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ringcast.lab.checks.context import CheckContext, in_protocols, violation
+from ringcast.lab.checks.context import CheckContext, in_protocols, members_key, violation
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -29,8 +29,10 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
         & F.col("view").isNotNull()
         & ~F.coalesce(F.col("transitional"), F.lit(False))
     )
+    # Member sets are compared as canonical strings: a set of arrays deduplicates on
+    # the arrays' binary layout, which differs between sources for equal lists.
     per = views.groupBy("run", "protocol", "view").agg(
-        F.collect_set(F.array_sort("members")).alias("sets"),
+        F.collect_set(members_key("members")).alias("sets"),
         F.array_sort(F.collect_set("node")).alias("nodes"),
         F.min("t").alias("t"),
         F.max("t").alias("t1"),

@@ -1,0 +1,64 @@
+"""Rules that depend on a protocol's documented guarantees (Raincore's decisions)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lab_traces import MS, _row, clean_trace, renumber, to_table
+
+from ringcast.lab.checks import run_checks
+from ringcast.lab.checks.runner import HOLDS, VIOLATED
+from ringcast.lab.properties import PROPERTIES
+
+
+def _check(spark: Any, rows: list[dict[str, Any]], protocol: str, prop: str) -> Any:
+    from pyspark.sql import functions as F
+
+    frame = (
+        spark.createDataFrame(to_table(renumber(rows)))
+        .withColumn("protocol", F.lit(protocol))
+        .withColumn("scenario", F.lit("synthetic"))
+    )
+    results = run_checks(frame, overrides={protocol: PROPERTIES}, examples=100)
+    return next(r for r in results if r.property == prop)
+
+
+def _eat(run: str, node: str, start: int, end: int, view_state: str) -> list[dict[str, Any]]:
+    return [
+        _row(run, node, start, "state", detail={"token_state": "Eating", "view_state": view_state}),
+        _row(run, node, end, "state", detail={"token_state": "Hungry", "view_state": view_state}),
+    ]
+
+
+def test_single_token_ignores_an_unconfirmed_copy(spark: Any) -> None:
+    # A eats on the confirmed token while B eats on a rerouted copy still in Chaos: the
+    # stale copy grants nothing and commits nothing (Raincore decisions 14, 19).
+    rows = clean_trace("stale") + _eat("stale", "A", 600 * MS, 610 * MS, "agreement")
+    rows += _eat("stale", "B", 605 * MS, 615 * MS, "chaos")
+    assert _check(spark, rows, "raincore", "single_token").status == HOLDS
+    both = clean_trace("both") + _eat("both", "A", 600 * MS, 610 * MS, "agreement")
+    both += _eat("both", "B", 605 * MS, 615 * MS, "agreement")
+    result = _check(spark, both, "raincore", "single_token")
+    assert result.status == VIOLATED
+    assert {tuple(sorted(c["nodes"])) for c in result.counterexamples} == {("A", "B")}
+
+
+def _final_views(run: str, ids: dict[str, str]) -> list[dict[str, Any]]:
+    rows = clean_trace(run)
+    for node, view in ids.items():
+        rows.append(
+            _row(
+                run, node, 1900 * MS, "view", view=view, members=["A", "B", "C"], transitional=False
+            )
+        )
+    return rows
+
+
+def test_convergence_on_members_where_the_protocol_says_so(spark: Any) -> None:
+    # C committed the unchanged membership at an index the others skipped (decision 14).
+    rows = _final_views("idx", {"A": "3", "B": "3", "C": "4"})
+    assert _check(spark, rows, "raincore", "convergence").status == HOLDS
+    # For Totem two ring ids are two rings, even with the same members.
+    result = _check(spark, rows, "totem", "convergence")
+    assert result.status == VIOLATED
+    assert "different configurations" in result.counterexamples[0]["note"]

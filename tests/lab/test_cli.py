@@ -1,0 +1,169 @@
+"""The ``ringcast lab`` command line: exit codes, one-line errors, ``lab run`` end to end,
+the Java checks and the report's HTML/SVG. In-process calls share the session fixture's
+SparkSession; one subprocess test covers the installed entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from lab_traces import MUTATIONS, clean_trace, to_table
+
+from ringcast.cli.main import main
+from ringcast.lab.errors import LabError
+from ringcast.lab.report import render_report
+from ringcast.lab.session import check_java, java_version, parse_java_version
+
+ROOT = Path(__file__).resolve().parents[2]
+# two properties keep each check short; the full suite is test_checks.py's business
+CLAIMS = ["--protocol", "totem", "--claims", "totem=total_order+integrity"]
+
+
+@pytest.fixture(autouse=True)
+def _keep_session_settings(spark: Any) -> Any:
+    """``main`` reuses the fixture's session but sizes its shuffle to the machine: undo."""
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    yield
+    spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("cli")
+    clean = d / "clean.parquet"
+    pq.write_table(to_table(clean_trace("clean")), clean)
+    swapped, _ = MUTATIONS["swap"][0](clean_trace("bad"))
+    bad = d / "swapped.parquet"
+    pq.write_table(to_table(swapped), bad)
+    short = d / "short.parquet"
+    pq.write_table(pa.table({"run": ["r"], "node": ["A"], "t": [0]}), short)
+    return {"clean": clean, "bad": bad, "short": short}
+
+
+def test_check_exit_codes(
+    spark: Any, traces: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "check.json"
+    assert main(["lab", "check", str(traces["clean"]), *CLAIMS, "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["ok"] is True
+    capsys.readouterr()
+    assert main(["lab", "check", str(traces["bad"]), *CLAIMS]) == 1
+    printed = capsys.readouterr().out
+    assert "total_order        violated" in printed
+    assert main(["lab", "check", str(traces["short"]), *CLAIMS]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "short.parquet" in err[0] and "missing columns" in err[0]
+    assert main(["lab", "check", str(tmp_path / "nowhere"), *CLAIMS]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no such file" in err[0]
+
+
+def test_run_on_a_tiny_sweep_writes_everything(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = ROOT / "scenarios" / "totem" / "p2_missing_m3.toml"
+    sweep = tmp_path / "tiny.toml"
+    sweep.write_text(f'name = "tiny"\nscenarios = ["{scenario.as_posix()}"]\nseeds = 1\n')
+    out = tmp_path / "out"
+    code = main(["lab", "run", "--out", str(out), "--sweep", str(sweep), "-q"])
+    check = json.loads((out / "check.json").read_text())
+    assert code == (0 if check["ok"] else 1)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["groups"] and metrics["groups"][0]["protocol"] == "totem"
+    html = (out / "report.html").read_text()
+    assert "<th>property</th>" in html and "<svg" in html and "total_order" in html
+    assert list((out / "traces").rglob("*.parquet"))
+    printed = capsys.readouterr().out
+    assert "lab run: 1 runs" in printed and f"report: {out / 'report.html'}" in printed
+    if not check["ok"]:
+        assert "VIOLATED: " in printed
+
+
+def test_java_version_parsing() -> None:
+    assert parse_java_version('openjdk version "17.0.9" 2023-10-17') == 17
+    assert parse_java_version('java version "1.8.0_381"') == 8
+    assert parse_java_version('openjdk version "21" 2023-09-19 LTS') == 21
+    with pytest.raises(LabError, match="cannot read the Java version"):
+        parse_java_version("no version here")
+
+
+def test_missing_or_old_java_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(LabError, match="Java not found"):
+        java_version(str(tmp_path / "no-java"))
+    old = tmp_path / "java"
+    old.write_text("#!/bin/sh\necho 'java version \"1.8.0_381\"' >&2\n")
+    old.chmod(0o755)
+    with pytest.raises(LabError, match="Java 8 is too old"):
+        check_java(str(old))
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nojdk"))
+    assert main(["lab", "check", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Java not found" in err[0]
+
+
+def test_report_has_property_table_and_plots() -> None:
+    check = {
+        "ok": False,
+        "properties": {
+            "total_order": {
+                "status": "violated",
+                "runs_checked": 2,
+                "runs_violated": 1,
+                "violations": 1,
+                "protocols": {"totem": {"claimed": True, "runs_checked": 2, "violations": 1}},
+                "counterexamples": [
+                    {
+                        "run": "r1",
+                        "protocol": "totem",
+                        "t": 5_000_000,
+                        "nodes": ["A", "B"],
+                        "msgs": ["A:1", "B:2"],
+                        "views": ["v1"],
+                        "note": "A delivered A:1 before B:2, B the other way round",
+                    }
+                ],
+            },
+            "fifo": {
+                "status": "holds",
+                "runs_checked": 2,
+                "violations": 0,
+                "protocols": {},
+                "counterexamples": [],
+            },
+        },
+    }
+    metrics = {
+        "latency_histogram": [{"protocol": "totem", "bucket": 60, "count": 3}],
+        "latency": [],
+        "groups": [{"protocol": "totem", "nodes": 3, "messages_per_s": 10.0}],
+        "convergence": [{"protocol": "totem", "action": "crash", "samples_ms": [1.0, 2.0]}],
+        "timelines": {},
+    }
+    html = render_report(check, metrics)
+    assert "<th>property</th>" in html and "class='violated'>violated" in html
+    assert "A delivered A:1 before B:2" in html
+    assert html.count("<svg") == 3 and html.count("</svg>") == 3
+
+
+def test_entry_point_exit_code_on_a_corrupted_trace(traces: dict[str, Path]) -> None:
+    env = {**os.environ, "RINGCAST_DRIVER_MEMORY": "1g"}
+    cmd = [sys.executable, "-m", "ringcast.cli.main", "lab", "check", str(traces["bad"])]
+    proc = subprocess.run(
+        [*cmd, *CLAIMS, "--master", "local[1]"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "total_order        violated" in proc.stdout
