@@ -198,3 +198,20 @@ def test_status_long_poll() -> None:
             await srv.close()
 
     asyncio.run(main())
+
+
+def test_a_datagram_the_kernel_refuses_is_reported_not_swallowed() -> None:
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.bind(("127.0.0.1", 0))
+        sock.setblocking(False)
+        owner = UdpTransport((sock.getsockname(),), max_buffer=1 << 20)
+        ep = _Endpoint(loop, sock, 0, lambda data, net: None, owner)
+        try:
+            assert ep.send(b"x" * 70_000, sock.getsockname()) is None  # EMSGSIZE
+            assert ep.send(b"x" * 100, sock.getsockname()) is True
+        finally:
+            ep.close()
+
+    asyncio.run(main())

@@ -203,6 +203,7 @@ class NodeHost:
                 self.metrics.packets_out = self._transport.packets_out
                 self.metrics.bytes_out = self._transport.bytes_out
                 self.metrics.drops["send_buffer_full"] = self._transport.dropped_full
+                self.metrics.drops["send_refused"] = self._transport.send_errors
             self.metrics.sample()
             if self._trace is not None:
                 self._trace.tick()

@@ -83,8 +83,9 @@ class _Endpoint:
                 continue
             deliver(data, net)
 
-    def send(self, packet: bytes, addr: Address) -> bool:
-        """Send now, or queue it; False if dropped because the queue is full."""
+    def send(self, packet: bytes, addr: Address) -> bool | None:
+        """Send now, or queue it; False if dropped because the queue is full, None if the
+        kernel refused it (an unreachable peer, a datagram too large): lost, as UDP may."""
         if self._queue:
             return self._enqueue(packet, addr)
         try:
@@ -92,7 +93,7 @@ class _Endpoint:
         except (BlockingIOError, InterruptedError):
             return self._enqueue(packet, addr)
         except OSError:
-            pass  # unreachable peer and the like: the datagram is lost, as UDP may
+            return None
         return True
 
     def _enqueue(self, packet: bytes, addr: Address) -> bool:
@@ -165,6 +166,7 @@ class UdpTransport:
         self._uni: list[_Endpoint] = []
         self._extra: list[_Endpoint] = []
         self.dropped_full = 0
+        self.send_errors = 0
         self.packets_out = 0
         self.bytes_out = 0
 
@@ -201,9 +203,12 @@ class UdpTransport:
             raise
 
     def send(self, packet: bytes, addr: Address, network: int) -> None:
-        if self._uni[network].send(packet, addr):
+        sent = self._uni[network].send(packet, addr)
+        if sent:
             self.packets_out += 1
             self.bytes_out += len(packet)
+        elif sent is None:
+            self.send_errors += 1
         else:
             self.dropped_full += 1
 
