@@ -5,7 +5,40 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
+
+
+def hold_intervals(
+    events: DataFrame, starts: str, run_ends: DataFrame, *extra: Column
+) -> DataFrame:
+    """Per-node intervals from an event stream: each row whose boolean column ``starts``
+    is true opens an interval that the node's next other row closes (or the run's end,
+    ``tmax`` of ``run_ends``). Returns run, protocol, node, start, end and ``extra``.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    # The next end after each row, as a running frame over the reversed order (an
+    # unbounded-following frame is recomputed per row by Spark: quadratic).
+    w = (
+        Window.partitionBy("run", "node")
+        .orderBy(F.col("i").desc())
+        .rowsBetween(Window.unboundedPreceding, -1)
+    )
+    ends = F.last(F.when(~F.col(starts), F.col("t")), ignorenulls=True).over(w)
+    return (
+        events.withColumn("_next_end", ends)
+        .filter(starts)
+        .join(F.broadcast(run_ends), "run")
+        .select(
+            "run",
+            "protocol",
+            "node",
+            F.col("t").alias("start"),
+            F.coalesce("_next_end", "tmax").alias("end"),
+            *extra,
+        )
+    )
 
 
 def overlaps(intervals: DataFrame, scope: list[str]) -> DataFrame:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ringcast.lab.checks._intervals import overlaps
+from ringcast.lab.checks._intervals import hold_intervals, overlaps
 from ringcast.lab.checks.context import CheckContext, in_protocols, violation
 
 if TYPE_CHECKING:
@@ -23,7 +23,6 @@ def inputs(protocol: str) -> set[str]:
 
 
 def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     op = F.get_json_object("detail", "$.op")
@@ -34,27 +33,7 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
             | ((F.col("kind") == "fault") & F.col("action").isin("crash", "leave"))
         )
     ).withColumn("granted", (F.col("kind") == "lock") & (op == "granted"))
-    # the next end after each row, as a running frame over the reversed order (an
-    # unbounded-following frame is recomputed per row by Spark: quadratic)
-    w = (
-        Window.partitionBy("run", "node")
-        .orderBy(F.col("i").desc())
-        .rowsBetween(Window.unboundedPreceding, -1)
-    )
-    ev = ev.withColumn(
-        "next_end", F.last(F.when(~F.col("granted"), F.col("t")), ignorenulls=True).over(w)
-    )
-    holds = (
-        ev.filter("granted")
-        .join(F.broadcast(ctx.run_ends()), "run")
-        .select(
-            "run",
-            "protocol",
-            "node",
-            F.col("t").alias("start"),
-            F.coalesce("next_end", "tmax").alias("end"),
-        )
-    )
+    holds = hold_intervals(ev, "granted", ctx.run_ends())
     bad = overlaps(holds, ["run"])
     note = F.concat(
         F.col("node"),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ringcast.lab.checks._intervals import overlaps
+from ringcast.lab.checks._intervals import hold_intervals, overlaps
 from ringcast.lab.checks.context import CheckContext, in_protocols, violation
 
 if TYPE_CHECKING:
@@ -32,7 +32,6 @@ def inputs(protocol: str) -> set[str]:
 
 
 def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     ts = F.lower(F.get_json_object("detail", "$.token_state"))
@@ -51,28 +50,8 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
             "eating", F.coalesce((F.col("ts") == "eating") & (vs == "agreement"), F.lit(False))
         )
     )
-    # the next end after each row, as a running frame over the reversed order (an
-    # unbounded-following frame is recomputed per row by Spark: quadratic)
-    w = (
-        Window.partitionBy("run", "node")
-        .orderBy(F.col("i").desc())
-        .rowsBetween(Window.unboundedPreceding, -1)
-    )
-    ev = ev.withColumn(
-        "next_end", F.last(F.when(~F.col("eating"), F.col("t")), ignorenulls=True).over(w)
-    )
-    eating = (
-        ev.filter("eating")
-        .join(F.broadcast(ctx.run_ends()), "run")
-        .select(
-            "run",
-            "protocol",
-            "node",
-            F.col("t").alias("start"),
-            F.coalesce("next_end", "tmax").alias("end"),
-            F.coalesce(F.col("cur.view"), F.lit("")).alias("scope"),
-        )
-    )
+    scope = F.coalesce(F.col("cur.view"), F.lit("")).alias("scope")
+    eating = hold_intervals(ev, "eating", ctx.run_ends(), scope)
     bad = overlaps(eating, ["run", "scope"])
     note = F.concat(
         F.col("node"),
