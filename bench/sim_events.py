@@ -2,6 +2,10 @@
 
 1. Bare scheduler: N independent processes each re-arming a timeout, ringcast's
    ``Scheduler.call_later`` against SimPy's ``env.timeout`` in a generator process.
+   Delays of 1-7 ns, so many timeouts fall due at the same instant (as messages over
+   constant-latency links and timers armed together do in a simulation).
+1b. The same with delays drawn from a table of 4096 distinct values up to 1 ms, so
+   almost every instant holds one event: the scheduler's worst case.
 2. Full simulation: a whole ringcast run (network model + reliable transport + the
    ``basic`` protocol) against a SimPy model of the same traffic (per-message
    latency + loss + a retransmission timer per message), events per wall second.
@@ -26,15 +30,20 @@ from ringcast.sim import Scheduler, Simulation, parse_scenario
 PROCS = 100
 
 
-def ringcast_bare(n_events: int) -> float:
+SPREAD = [1 + (i * 2_654_435_761) % 1_000_000 for i in range(4096)]
+
+
+def ringcast_bare(n_events: int, spread: bool = False) -> float:
     s = Scheduler()
     per = n_events // PROCS
     left = [per] * PROCS
+    table = SPREAD if spread else [1 + p % 7 for p in range(PROCS)]
+    mask = len(table) - 1 if spread else 0
 
     def tick(p: int) -> None:
-        left[p] -= 1
-        if left[p]:
-            s.call_later(1 + p % 7, tick, p)
+        n = left[p] = left[p] - 1
+        if n:
+            s.call_later(table[(p + n) & mask] if spread else table[p], tick, p)
 
     for p in range(PROCS):
         s.call_at(0, tick, p)
@@ -44,13 +53,15 @@ def ringcast_bare(n_events: int) -> float:
     return s.steps / dt
 
 
-def simpy_bare(n_events: int) -> float:
+def simpy_bare(n_events: int, spread: bool = False) -> float:
     env = simpy.Environment()
     per = n_events // PROCS
+    table = SPREAD if spread else [1 + p % 7 for p in range(PROCS)]
+    mask = len(table) - 1 if spread else 0
 
     def proc(p: int):  # type: ignore[no-untyped-def]
-        for _ in range(per):
-            yield env.timeout(1 + p % 7)
+        for n in range(per - 1, -1, -1):
+            yield env.timeout(table[(p + n) & mask] if spread else table[p])
 
     for p in range(PROCS):
         env.process(proc(p))
@@ -156,6 +167,11 @@ def main() -> None:
     rows = []
     for name, ours, theirs in (
         ("bare scheduler", lambda: ringcast_bare(a.events), lambda: simpy_bare(a.events)),
+        (
+            "bare, distinct",
+            lambda: ringcast_bare(a.events, True),
+            lambda: simpy_bare(a.events, True),
+        ),
         ("full simulation", lambda: ringcast_full(a.seconds), lambda: simpy_full(a.seconds)),
     ):
         # Interleave so both see the same machine conditions.

@@ -1,25 +1,41 @@
-"""The discrete-event scheduler: a binary heap of callbacks in integer nanoseconds.
+"""The discrete-event scheduler: a binary heap of instants, a FIFO bucket per instant.
 
-Ties are broken by insertion order (a sequence number), so a run is a pure function
-of its inputs. Cancellation is left to the callers (they check a generation number
-when called), which keeps the heap a plain list of tuples: the fastest structure
-``heapq`` offers.
+Virtual time is integer nanoseconds. Every callback due at the same instant sits in
+one bucket, in the order it was scheduled, and the heap holds each pending instant
+once. So ties are broken by insertion order, exactly as a heap of
+``(time, sequence, callback)`` entries would, and a run is a pure function of its
+inputs; but an event that joins an instant already pending costs a dict look-up and
+an append instead of a heap push, and the heap compares plain integers, not tuples.
+Simulations have many such ties: a multicast over constant-latency links lands at
+every peer in the same nanosecond, timers armed together expire together.
+
+A callback scheduled for the instant being run (``call_at(now, ...)``) goes to a
+fresh bucket for that instant, which runs right after the current one: the same
+order a sequence number would give.
+
+A bucket holding a single callback is stored as the bare ``(fn, args)`` entry and
+becomes a list only when a second one joins it: most instants of a run with random
+latencies hold one event, and they then cost no list at all.
+
+Cancellation is left to the callers (they check a generation number when called).
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from heapq import heappop, heappush
 from typing import Any
 
+Entry = tuple[Callable[..., Any], tuple[Any, ...]]
+Bucket = Entry | list[Entry]
+
 
 class Scheduler:
-    __slots__ = ("_heap", "_next", "now", "steps")
+    __slots__ = ("_buckets", "_times", "now", "steps")
 
     def __init__(self) -> None:
-        self._heap: list[tuple[int, int, Callable[..., Any], tuple[Any, ...]]] = []
-        self._next = itertools.count().__next__
+        self._times: list[int] = []  # heap of the instants that have a bucket
+        self._buckets: dict[int, Bucket] = {}
         self.now = 0
         self.steps = 0
 
@@ -28,30 +44,56 @@ class Scheduler:
         """Run ``fn(*args)`` at virtual time ``t`` (not before ``now``)."""
         if t < self.now:
             t = self.now
-        _push(self._heap, (t, self._next(), fn, args))
+        buckets = self._buckets
+        bucket = buckets.get(t)
+        if bucket is None:
+            buckets[t] = (fn, args)
+            _push(self._times, t)
+        elif bucket.__class__ is list:
+            bucket.append((fn, args))  # type: ignore[union-attr]
+        else:
+            buckets[t] = [bucket, (fn, args)]  # type: ignore[list-item]
 
     def call_later(
         self, delay: int, fn: Callable[..., Any], *args: Any, _push: Any = heappush
     ) -> None:
-        _push(self._heap, (self.now + delay, self._next(), fn, args))
+        """Run ``fn(*args)`` ``delay`` nanoseconds from now (``delay >= 0``)."""
+        t = self.now + delay
+        buckets = self._buckets
+        bucket = buckets.get(t)
+        if bucket is None:
+            buckets[t] = (fn, args)
+            _push(self._times, t)
+        elif bucket.__class__ is list:
+            bucket.append((fn, args))  # type: ignore[union-attr]
+        else:
+            buckets[t] = [bucket, (fn, args)]  # type: ignore[list-item]
 
     def run(self, until: int) -> None:
         """Run every callback due at or before ``until``; leave ``now`` at ``until``."""
-        heap = self._heap
+        times = self._times
+        take = self._buckets.pop
         pop = heappop
         steps = 0
-        while heap:
-            item = pop(heap)
-            t, _, fn, args = item
-            if t > until:  # popped one too far: put it back, once per run() call
-                heappush(heap, item)
+        while times:
+            t = times[0]
+            if t > until:
                 break
+            pop(times)
             self.now = t
-            fn(*args)
-            steps += 1
+            # Taken out before it runs: what it schedules for ``t`` opens a new bucket.
+            bucket = take(t)
+            if bucket.__class__ is list:
+                for fn, args in bucket:  # type: ignore[misc]
+                    fn(*args)
+                steps += len(bucket)
+            else:
+                bucket[0](*bucket[1])  # type: ignore[operator]
+                steps += 1
         self.steps += steps
         if until > self.now:
             self.now = until
 
     def pending(self) -> int:
-        return len(self._heap)
+        """How many callbacks are waiting."""
+        return sum(len(b) if b.__class__ is list else 1 for b in self._buckets.values())
