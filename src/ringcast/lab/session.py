@@ -129,9 +129,6 @@ def spark_session(
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.extraJavaOptions": "-Dlog4j2.level=ERROR",
         "spark.driver.memory": os.environ.get("RINGCAST_DRIVER_MEMORY", "4g"),
-        # the checks partition the trace by run once; a join or window keyed by run and
-        # more may then use that partitioning instead of shuffling again
-        "spark.sql.requireAllClusterKeysForCoPartition": "false",
     }
     if shuffle_partitions is not None:
         settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)

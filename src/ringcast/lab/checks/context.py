@@ -87,12 +87,6 @@ class CheckContext:
             self._cache[key] = df
         return self._cache[key]
 
-    def held(self, key: str, build: Any) -> DataFrame:
-        """``build()`` held in memory under ``key`` for the rest of this check: for a
-        frame that several steps of one property read (Spark would compute it once a
-        step otherwise)."""
-        return self._cached(key, build)
-
     def materialize(self) -> None:
         """Compute the annotated rows and the deliveries and hold them (one job each),
         so that every check reads them from memory instead of the trace files."""
@@ -112,102 +106,72 @@ class CheckContext:
         """The relevant rows, partitioned by run and annotated (see the module doc)."""
         return self._cached("rows", self._build_rows)
 
-    def _selected(self) -> DataFrame:
-        """The kept rows, projected to what the checks read, with ``action`` and
-        ``reset``; ``detail`` is dropped from deliveries and submits (no check reads it
-        there) and ``members`` kept on views only, so the shuffle carries less."""
+    def _build_rows(self) -> DataFrame:
+        from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-        kind = F.col("kind")
-        keep = kind.isin(*KINDS) & (kind != "token")
-        token = (kind == "token") & F.get_json_object("detail", "$.op").isin(
+        keep = F.col("kind").isin(*KINDS) & (F.col("kind") != "token")
+        token = (F.col("kind") == "token") & F.get_json_object("detail", "$.op").isin(
             "sent", "returned", "dropped"
         )
         if self.token_protocols is not None:
             token = token & F.col("protocol").isin(*sorted(self.token_protocols))
-        action = F.when(kind == "fault", F.get_json_object("detail", "$.action"))
-        return (
-            self.trace.filter(keep | token)
-            .select(
-                "run",
-                "protocol",
-                "node",
-                "t",
-                "i",
-                "kind",
-                "msg",
-                "order",
-                "view",
-                F.when(kind == "view", F.col("members")).alias("members"),
-                "transitional",
-                F.when(~kind.isin("deliver", "submit"), F.col("detail")).alias("detail"),
-            )
-            .withColumn("action", action)
-            .withColumn("reset", F.coalesce(F.col("action").isin(*RESET_ACTIONS), F.lit(False)))
+        df = self.trace.filter(keep | token).select(
+            "run",
+            "protocol",
+            "node",
+            "t",
+            "i",
+            "kind",
+            "msg",
+            "order",
+            "view",
+            "members",
+            "transitional",
+            "detail",
         )
-
-    def _build_rows(self) -> DataFrame:
-        """One sort per (run, node) in event order; the configurations come from two
-        small tables joined by position.
-
-        A running window gives each row ``_ci``, the ``i`` of the node's last view or
-        reset row up to it, and ``_rk``, how many regular-view-or-reset rows it has
-        seen. The view and reset rows (few) are looked up by ``_ci`` for ``cur``; the
-        regular-view-or-reset rows, numbered per node, by ``_rk`` for ``prev_reg``
-        (the one before the row) and ``next_reg`` (the one after). Both tables are
-        broadcast: the big frame is sorted once and never shuffled again.
-        """
-        from pyspark.sql import Window
-        from pyspark.sql import functions as F
-
+        df = df.repartition(self.partitions, "run") if self.partitions else df.repartition("run")
+        action = F.when(F.col("kind") == "fault", F.get_json_object("detail", "$.action"))
+        df = df.withColumn("action", action)
+        reset = F.coalesce(F.col("action").isin(*RESET_ACTIONS), F.lit(False))
+        df = df.withColumn("reset", reset)
         is_view = F.col("kind") == "view"
         regular = is_view & ~F.coalesce(F.col("transitional"), F.lit(False))
-        config = is_view | F.col("reset")
-        marker = regular | F.col("reset")
-
-        sel = self._selected()
-        df = sel.repartition(self.partitions, "run") if self.partitions else sel.repartition("run")
+        vstruct = F.when(
+            is_view | F.col("reset"),
+            F.struct(
+                F.col("reset").alias("reset"),
+                F.col("view").alias("view"),
+                F.col("members").alias("members"),
+                F.col("transitional").alias("transitional"),
+                F.col("t").alias("vt"),
+            ),
+        )
+        rstruct = F.when(
+            regular | F.col("reset"),
+            F.struct(F.col("reset").alias("reset"), F.col("view").alias("view")),
+        )
         w = Window.partitionBy("run", "node").orderBy("i")
         upto = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-        df = df.withColumn("_ci", F.max(F.when(config, F.col("i"))).over(upto)).withColumn(
-            "_rk", F.count(F.when(marker, F.lit(1))).over(upto)
+        before = w.rowsBetween(Window.unboundedPreceding, -1)
+        # "the next one after this row" as a running frame over the reversed order:
+        # an unbounded-following frame is recomputed per row (quadratic) by Spark
+        after = (
+            Window.partitionBy("run", "node")
+            .orderBy(F.col("i").desc())
+            .rowsBetween(Window.unboundedPreceding, -1)
         )
-
-        # the small tables, from the trace directly (not from the shuffled frame)
-        small = sel.filter(config)
-        configs = small.select(
-            "run",
-            "node",
-            F.col("i").alias("_ci"),
-            F.when(
-                ~F.col("reset"),
-                F.struct(
-                    F.col("view").alias("view"),
-                    F.col("members").alias("members"),
-                    F.col("transitional").alias("transitional"),
-                    F.col("t").alias("vt"),
-                ),
-            ).alias("cur"),
-        ).dropDuplicates(["run", "node", "_ci"])
-        markers = small.filter(marker).select(
-            "run",
-            "node",
-            F.row_number().over(w).alias("_k"),
-            F.when(~F.col("reset"), F.col("view")).alias("_rv"),
-        )
-        prev_ = markers.select(
-            "run", "node", F.col("_k").alias("_pk"), F.col("_rv").alias("prev_reg")
-        )
-        next_ = markers.select(
-            "run", "node", F.col("_k").alias("_nk"), F.col("_rv").alias("next_reg")
-        )
+        cur = F.last(vstruct, ignorenulls=True).over(upto)
+        prev_reg = F.last(rstruct, ignorenulls=True).over(before)
+        next_reg = F.last(rstruct, ignorenulls=True).over(after)
         df = (
-            df.withColumn("_pk", F.col("_rk") - F.when(marker, 1).otherwise(0))
-            .withColumn("_nk", F.col("_rk") + 1)
-            .join(F.broadcast(configs), ["run", "node", "_ci"], "left")
-            .join(F.broadcast(prev_), ["run", "node", "_pk"], "left")
-            .join(F.broadcast(next_), ["run", "node", "_nk"], "left")
-            .drop("_ci", "_rk", "_pk", "_nk")
+            df.withColumn("_cur", cur)
+            .withColumn("_prev", prev_reg)
+            .withColumn("_next", next_reg)
+            .withColumn("cur", F.when(~F.col("_cur.reset"), F.col("_cur")))
+            .withColumn("prev_reg", F.when(~F.col("_prev.reset"), F.col("_prev.view")))
+            .withColumn("next_reg", F.when(~F.col("_next.reset"), F.col("_next.view")))
+            .drop("_cur", "_prev", "_next")
         )
         return df
 
@@ -233,18 +197,9 @@ class CheckContext:
                 "prev_reg",
                 "next_reg",
             )
-            # ``sender:counter``, split at the last colon (no regular expression: this
-            # runs on every delivery)
-            last = F.substring_index("msg", ":", -1)
-            colon = F.instr("msg", ":") > 0
-            sender = F.when(
-                colon,
-                F.expr(
-                    "substring(msg, 1, length(msg) - length(substring_index(msg, ':', -1)) - 1)"
-                ),
-            ).otherwise(F.lit(""))
-            counter = F.when(colon & last.rlike("^[0-9]+$"), last.try_cast("long"))
-            return d.withColumn("sender", sender).withColumn("counter", counter)
+            return d.withColumn("sender", F.regexp_extract("msg", r"^(.*):[^:]*$", 1)).withColumn(
+                "counter", F.regexp_extract("msg", r":(\d+)$", 1).try_cast("long")
+            )
 
         return self._cached("deliveries", build)
 
@@ -262,30 +217,19 @@ class CheckContext:
         def build() -> list[dict[str, Any]]:
             from pyspark.sql import functions as F
 
-            kind = F.col("kind")
-            token_state = (kind == "state") & F.get_json_object(
-                "detail", "$.token_state"
-            ).isNotNull()
-            # one hash aggregation over (run, protocol): two small sets and a flag
-            agg = self.trace.groupBy("run", "protocol").agg(
-                F.collect_set("kind").alias("kinds"),
-                F.collect_set(F.when(kind == "deliver", F.col("order"))).alias("orders"),
-                F.max(token_state).alias("token_state"),
-                F.max("t").alias("tmax"),
+            tags = F.array(
+                F.col("kind"),
+                F.when(F.col("kind") == "deliver", F.concat(F.lit("deliver:"), F.col("order"))),
+                F.when(
+                    (F.col("kind") == "state")
+                    & F.get_json_object("detail", "$.token_state").isNotNull(),
+                    F.lit("token_state"),
+                ),
             )
-            agg = agg.select(
-                "run",
-                "protocol",
-                "tmax",
-                F.array_union(
-                    F.col("kinds"),
-                    F.array_union(
-                        F.transform("orders", lambda o: F.concat(F.lit("deliver:"), o)),
-                        F.when(F.col("token_state"), F.array(F.lit("token_state"))).otherwise(
-                            F.array().cast("array<string>")
-                        ),
-                    ),
-                ).alias("tags"),
+            agg = (
+                self.trace.select("run", "protocol", "t", F.explode(tags).alias("tag"))
+                .groupBy("run", "protocol")
+                .agg(F.collect_set("tag").alias("tags"), F.max("t").alias("tmax"))
             )
             return [
                 {"run": r.run, "protocol": r.protocol, "tags": set(r.tags), "tmax": r.tmax}

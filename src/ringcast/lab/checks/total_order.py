@@ -50,49 +50,40 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
             F.col("protocol").isin(*by_view), F.coalesce(F.col("view"), F.col("cur.view"))
         ).otherwise(F.lit(""))
     d = d.withColumn("scope", F.coalesce(scope, F.lit("")))
-    # min/min_by keep a hash aggregation (a min over a struct sorts every delivery);
-    # held in memory: every step below reads it
-    first = ctx.held(
-        f"total_order.first:{','.join(sorted(protocols))}",
-        lambda: d.groupBy("run", "protocol", "scope", "msg", "node").agg(
-            F.min("i").alias("i"), F.min_by("t", "i").alias("t")
-        ),
+    # min/min_by keep a hash aggregation (a min over a struct sorts every delivery)
+    first = d.groupBy("run", "protocol", "scope", "msg", "node").agg(
+        F.min("i").alias("i"), F.min_by("t", "i").alias("t")
     )
-    ref = (
+    per_scope = (
         first.groupBy("run", "scope", "node")
         .agg(F.count("*").alias("c"))
         .groupBy("run", "scope")
         .agg(F.max(F.struct("c", "node")).alias("ref"))
-        .select("run", "scope", F.col("ref.node").alias("ref"))
     )
-    # per message: its index and time at the reference (longs only: a hash aggregation)
-    at_ref = (
-        first.join(F.broadcast(ref), ["run", "scope"])  # one row a scope: small
-        .groupBy("run", "scope", "msg")
-        .agg(
-            F.max(F.when(F.col("node") == F.col("ref"), F.col("i"))).alias("pi"),
-            F.max(F.when(F.col("node") == F.col("ref"), F.col("t"))).alias("pt"),
-        )
+    msgs = first.groupBy("run", "scope").agg(F.count_distinct("msg").alias("nm"))
+    ref = per_scope.join(msgs, ["run", "scope"]).select(
+        "run",
+        "scope",
+        F.col("ref.node").alias("ref"),
+        (F.col("ref.c") == F.col("nm")).alias("complete"),
     )
-    # a scope is complete when its reference delivered every one of its messages
-    complete = (
-        at_ref.groupBy("run", "scope")
-        .agg((F.count("*") == F.count("pi")).alias("complete"))
-        .join(ref, ["run", "scope"])
-    )
-    first = first.join(F.broadcast(complete), ["run", "scope"])  # one row a scope: small
+    first = first.join(F.broadcast(ref), ["run", "scope"])  # one row a scope: small
     # complete scopes: every node against the reference
+    at_ref = F.max(F.when(F.col("node") == F.col("ref"), F.struct("i", "t"))).over(
+        Window.partitionBy("run", "scope", "msg")
+    )
     against = (
-        first.filter(F.col("complete") & (F.col("node") != F.col("ref")))
-        .join(at_ref.hint("shuffle_hash"), ["run", "scope", "msg"])
+        first.filter("complete")
+        .withColumn("r", at_ref)
+        .filter(F.col("node") != F.col("ref"))
         .select(
             "run",
             "protocol",
             "scope",
             "msg",
             F.col("ref").alias("p"),
-            "pi",
-            "pt",
+            F.col("r.i").alias("pi"),
+            F.col("r.t").alias("pt"),
             F.col("node").alias("q"),
             F.col("i").alias("qi"),
             F.col("t").alias("qt"),
@@ -113,19 +104,15 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
     rows = per_msg.select("run", "protocol", "scope", "msg", F.explode(pairs).alias("x")).select(
         "run", "protocol", "scope", "msg", "x.*"
     )
+    rows = against.unionByName(rows)
     w = Window.partitionBy("run", "scope", "p", "q").orderBy("pi")
-
-    def inversions(pairs_of: DataFrame) -> DataFrame:
-        # per branch: the union of both would lose the partitioning by run
-        return (
-            pairs_of.withColumn("prev_qi", F.lag("qi").over(w))
-            .withColumn("prev_msg", F.lag("msg").over(w))
-            .withColumn("prev_pt", F.lag("pt").over(w))
-            .withColumn("prev_qt", F.lag("qt").over(w))
-            .filter(F.col("qi") < F.col("prev_qi"))
-        )
-
-    bad = inversions(against).unionByName(inversions(rows))
+    seq = (
+        rows.withColumn("prev_qi", F.lag("qi").over(w))
+        .withColumn("prev_msg", F.lag("msg").over(w))
+        .withColumn("prev_pt", F.lag("pt").over(w))
+        .withColumn("prev_qt", F.lag("qt").over(w))
+    )
+    bad = seq.filter(F.col("qi") < F.col("prev_qi"))
     note = F.concat(
         F.col("p"),
         F.lit(" delivered "),
