@@ -99,7 +99,10 @@ def components(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
         nodes.groupBy("run", "protocol", "component")
         .agg(
             F.array_sort(F.collect_list("node")).alias("live"),
-            F.collect_set(F.struct(same_config.alias("key"), "fin.members")).alias("finals"),
+            # compared as canonical strings: a set of structs holding arrays deduplicates
+            # on the arrays' binary layout, which can differ for equal member lists
+            F.collect_set(same_config).alias("finals"),
+            F.min("fin.members").alias("members"),
             F.array_sort(F.collect_set(F.coalesce("fin.view", F.lit("none")))).alias("views"),
             F.sum(F.col("fin").isNull().cast("int")).alias("no_view"),
             F.max("fin.t").alias("tlast"),
@@ -117,7 +120,7 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
 
     comps = components(ctx, protocols)
     split = F.size("finals") > 1
-    wrong = F.col("finals")[0]["members"] != F.col("live")
+    wrong = F.col("members") != F.col("live")
     late = F.col("took") > F.lit(ctx.convergence_bound)
     bad = comps.filter((F.col("no_view") > 0) | split | wrong | late)
     reason = (
@@ -127,7 +130,7 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
             wrong,
             F.concat(
                 F.lit("final configuration has members "),
-                F.array_join(F.col("finals")[0]["members"], "+"),
+                F.array_join(F.col("members"), "+"),
                 F.lit(", live nodes are "),
                 F.array_join("live", "+"),
             ),
