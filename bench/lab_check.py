@@ -2,7 +2,7 @@
 10 M events with local[1] and local[2], beside a single-process pandas total-order check.
 
     python bench/lab_check.py [--sizes 1000000 10000000] [--masters local[1] local[2]]
-        [--shuffle-per-core 1] [--no-pandas] [--repeat R]
+        [--shuffle-per-core 1] [--no-pandas] [--repeat R] [--exact]
 
 Each run of a synthetic trace has 5 nodes in one configuration; every message is
 submitted once and delivered by all 5 nodes in one order (so every property holds and
@@ -131,7 +131,7 @@ def pandas_total_order(path: Path) -> int:
 
 
 def spark_suite(
-    path: Path, master: str, per_core: int = 1, repeat: int = 1
+    path: Path, master: str, per_core: int = 1, repeat: int = 1, certify: bool = True
 ) -> list[tuple[float, int]]:
     """The full suite ``repeat`` times in one SparkSession: (seconds, violations) each.
     The first is cold (a fresh JVM compiles its code as it goes); later ones are warm."""
@@ -147,7 +147,7 @@ def spark_suite(
         trace = load_traces(spark, [path], protocol="synth")
         for _ in range(repeat):
             t0 = time.perf_counter()
-            results = run_checks(trace, overrides={"synth": PROPERTIES})
+            results = run_checks(trace, overrides={"synth": PROPERTIES}, certify=certify)
             out.append((time.perf_counter() - t0, sum(r.violations for r in results)))
         return out
     finally:
@@ -168,6 +168,11 @@ def main() -> None:
         default=1,
         help="run the suite this many times per session (the first cold, the rest warm)",
     )
+    ap.add_argument(
+        "--exact",
+        action="store_true",
+        help="also time the exact checks alone (no certificate) per master",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
@@ -183,14 +188,16 @@ def main() -> None:
                     flush=True,
                 )
             for master in args.masters:
-                runs = spark_suite(path, master, args.shuffle_per_core, args.repeat)
-                for k, (wall, bad) in enumerate(runs):
-                    print(
-                        f"{n:>10} events  spark {master:9} all properties "
-                        f"{'cold' if k == 0 else 'warm'}  {wall:8.2f} s  "
-                        f"{n / wall:12,.0f} events/s  violations {bad}",
-                        flush=True,
-                    )
+                for certify in (True, False) if args.exact else (True,):
+                    runs = spark_suite(path, master, args.shuffle_per_core, args.repeat, certify)
+                    label = "all properties" if certify else "exact checks  "
+                    for k, (wall, bad) in enumerate(runs):
+                        print(
+                            f"{n:>10} events  spark {master:9} {label} "
+                            f"{'cold' if k == 0 else 'warm'}  {wall:8.2f} s  "
+                            f"{n / wall:12,.0f} events/s  violations {bad}",
+                            flush=True,
+                        )
 
 
 if __name__ == "__main__":

@@ -167,3 +167,23 @@ def test_entry_point_exit_code_on_a_corrupted_trace(traces: dict[str, Path]) -> 
     )
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert "total_order        violated" in proc.stdout
+
+
+def test_check_with_and_without_certificate(spark: Any, traces: dict[str, Path]) -> None:
+    """A run-scoped protocol: the clean steady run is certified, ``--no-certify`` checks
+    it exactly, and both say the same."""
+    from test_certify import steady
+
+    d = traces["clean"].parent
+    path = d / "steady.parquet"
+    pq.write_table(to_table(steady("s1")), path)
+    claims = ["--protocol", "certproto", "--claims", "certproto=total_order+fifo+integrity"]
+    docs = []
+    for extra in ([], ["--no-certify"]):
+        out = d / f"steady{len(extra)}.json"
+        assert main(["lab", "check", str(path), *claims, *extra, "--json", str(out)]) == 0
+        docs.append(json.loads(out.read_text())["properties"])
+    fast, exact = docs
+    for name in ("total_order", "fifo", "integrity"):
+        assert fast[name]["status"] == exact[name]["status"] == "holds"
+        assert (fast[name]["runs_certified"], exact[name]["runs_certified"]) == (1, 0)

@@ -94,6 +94,7 @@ def _check(args: argparse.Namespace, paths: list[Path]) -> dict[str, Any]:
         overrides=_claims(args),
         examples=args.examples,
         convergence_bound=int(args.convergence_bound * 1e9),
+        certify=getattr(args, "certify", True),
     )
 
 
@@ -238,6 +239,12 @@ def register(sub: Any) -> None:
     s.add_argument("dirs", nargs="+", type=Path, help="sweep outputs, trace dirs or files")
     s.add_argument("--json", type=Path, default=None, help="write the results as JSON")
     s.add_argument("--protocol", default=None, help="protocol of traces that do not say")
+    s.add_argument(
+        "--no-certify",
+        dest="certify",
+        action="store_false",
+        help="run the exact checks on every run (no certificate for order and integrity)",
+    )
     _checking(s)
     _common(s)
     s.set_defaults(func=cmd_check)

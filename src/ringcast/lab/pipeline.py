@@ -32,8 +32,10 @@ def check_paths(
     properties: Iterable[str] | None = None,
     examples: int = 5,
     convergence_bound: int = 10_000_000_000,
+    certify: bool = True,
 ) -> dict[str, Any]:
-    """Check the traces at ``paths``; the ``check.json`` document."""
+    """Check the traces at ``paths``; the ``check.json`` document (``certify``: see
+    :func:`~ringcast.lab.checks.run_checks`)."""
     trace = load_traces(spark, paths, protocol=protocol)
     results = run_checks(
         trace,
@@ -41,6 +43,7 @@ def check_paths(
         properties=properties,
         examples=examples,
         convergence_bound=convergence_bound,
+        certify=certify,
     )
     doc = summary_json(results)
     doc["inputs"] = [str(p) for p in paths]

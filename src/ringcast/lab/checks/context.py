@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 KINDS = ("deliver", "submit", "view", "fault", "lock", "state", "leader", "stats", "token")
 RESET_ACTIONS = ("crash", "restart", "join", "leave")
+KNOWN_ORDERS = ("agreed", "safe", "fifo")
+"""The delivery orders of the trace schema (others are found too, more slowly)."""
 
 VIOLATION_COLUMNS = ("run", "protocol", "t", "nodes", "msgs", "views", "times", "note")
 """Every check returns its violations with these columns (one row a counterexample)."""
@@ -75,6 +77,9 @@ class CheckContext:
     token_protocols: frozenset[str] | None = None
     """Protocols whose ``token`` rows (op sent/returned/dropped) are kept (for
     single_token); None keeps them for every protocol."""
+    delivery_runs: frozenset[str] | None = None
+    """Runs whose ``deliver`` and ``submit`` rows are kept (the runs some check reads
+    deliveries of); None keeps them for every run."""
     _cache: dict[str, Any] = field(default_factory=dict)
 
     def _cached(self, key: str, build: Any) -> Any:
@@ -116,7 +121,15 @@ class CheckContext:
         )
         if self.token_protocols is not None:
             token = token & F.col("protocol").isin(*sorted(self.token_protocols))
-        df = self.trace.filter(keep | token).select(
+        big = F.col("kind").isin("deliver", "submit")
+        df = self.trace.filter((keep & ~big) | token)
+        if self.delivery_runs is None:
+            df = self.trace.filter(keep | token)
+        elif self.delivery_runs:
+            spark = self.trace.sparkSession
+            runs = spark.createDataFrame([(r,) for r in sorted(self.delivery_runs)], "run string")
+            df = df.unionByName(self.trace.filter(big).join(F.broadcast(runs), "run", "left_semi"))
+        df = df.select(
             "run",
             "protocol",
             "node",
@@ -212,29 +225,56 @@ class CheckContext:
     @property
     def run_info(self) -> list[dict[str, Any]]:
         """Per run (collected: one small row a run): protocol, the kinds of input it has
-        (``deliver:<order>`` and ``token_state`` as well), and its last time ``tmax``."""
+        (of :data:`KINDS`, ``deliver:<order>`` and ``token_state`` as well), its last
+        time ``tmax`` and ``regular``, the most regular configurations one node
+        installed. Numeric aggregations per (run, node), then per run."""
 
         def build() -> list[dict[str, Any]]:
             from pyspark.sql import functions as F
 
-            tags = F.array(
-                F.col("kind"),
-                F.when(F.col("kind") == "deliver", F.concat(F.lit("deliver:"), F.col("order"))),
-                F.when(
-                    (F.col("kind") == "state")
-                    & F.get_json_object("detail", "$.token_state").isNotNull(),
-                    F.lit("token_state"),
-                ),
+            kind = F.col("kind")
+            deliver = kind == "deliver"
+            token_state = (kind == "state") & F.get_json_object(
+                "detail", "$.token_state"
+            ).isNotNull()
+            regular = (kind == "view") & ~F.coalesce(F.col("transitional"), F.lit(False))
+            flags = {k: kind == k for k in KINDS}
+            flags |= {f"deliver:{o}": deliver & (F.col("order") == o) for o in KNOWN_ORDERS}
+            flags["token_state"] = token_state
+            other = deliver & ~F.coalesce(F.col("order").isin(*KNOWN_ORDERS), F.lit(True))
+            flags["_other"] = other
+            names = {tag: f"_f{n}" for n, tag in enumerate(flags)}
+            # numeric aggregates only: a collected set or a string maximum would make
+            # Spark sort every row by run and node instead of hashing
+            per_node = self.trace.groupBy("run", "protocol", "node").agg(
+                *(F.max(c.cast("int")).alias(names[tag]) for tag, c in flags.items()),
+                F.max("t").alias("tmax"),
+                F.sum(regular.cast("int")).alias("regular"),
             )
-            agg = (
-                self.trace.select("run", "protocol", "t", F.explode(tags).alias("tag"))
-                .groupBy("run", "protocol")
-                .agg(F.collect_set("tag").alias("tags"), F.max("t").alias("tmax"))
+            agg = per_node.groupBy("run", "protocol").agg(
+                *(F.max(n).alias(n) for n in names.values()),
+                F.max("tmax").alias("tmax"),
+                F.max("regular").alias("regular"),
             )
-            return [
-                {"run": r.run, "protocol": r.protocol, "tags": set(r.tags), "tmax": r.tmax}
-                for r in agg.collect()
-            ]
+            rows = agg.collect()
+            others: dict[str, set[str]] = {}
+            if any(r[names["_other"]] for r in rows):  # orders beyond the schema's: rare
+                for o in self.trace.filter(other).select("run", "order").distinct().collect():
+                    others.setdefault(o.run, set()).add(o.order)
+            out = []
+            for r in rows:
+                tags = {tag for tag, n in names.items() if r[n] and tag != "_other"}
+                tags |= {f"deliver:{o}" for o in others.get(r.run, ())}
+                out.append(
+                    {
+                        "run": r.run,
+                        "protocol": r.protocol,
+                        "tags": tags,
+                        "tmax": r.tmax,
+                        "regular": int(r.regular or 0),
+                    }
+                )
+            return out
 
         return self._cached("run_info", build)
 

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ringcast.lab.checks.certify import CERTIFIED, certifiable, failed_runs
 from ringcast.lab.checks.context import VIOLATION_COLUMNS, CheckContext
 from ringcast.lab.properties import PROPERTIES, claims
 
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 HOLDS, VIOLATED, NOT_APPLICABLE = "holds", "violated", "not applicable"
+READS_DELIVERIES = ("total_order", "integrity", "fifo", "virtual_synchrony", "safe_delivery")
+"""The checks that read ``deliver`` or ``submit`` rows."""
 
 
 @dataclass
@@ -27,6 +30,8 @@ class PropertyResult:
     description: str
     status: str
     runs_checked: int = 0
+    runs_certified: int = 0
+    """Of the runs checked, those proved by the certificate (:mod:`.certify`)."""
     runs_violated: int = 0
     violations: int = 0
     protocols: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -45,6 +50,7 @@ def run_checks(
     convergence_bound: int = 10_000_000_000,
     safe_grace: int = 500_000_000,
     partitions: int | None = None,
+    certify: bool = True,
 ) -> list[PropertyResult]:
     """Check ``properties`` (default: all) over ``trace`` (trace columns + protocol).
 
@@ -52,6 +58,11 @@ def run_checks(
     (:func:`ringcast.lab.properties.claims`, ``overrides`` first) that have its inputs;
     a property no such run exists for is "not applicable". Up to ``examples``
     counterexamples are kept per property, earliest run and time first.
+
+    With ``certify`` (the default), total_order, fifo and integrity are first proved
+    for the runs whose deliveries pass :mod:`ringcast.lab.checks.certify`; only the
+    other runs go through their exact checks (``certify=False``: every run does). The
+    deliveries of a run are read by the exact checks only when one of them needs it.
 
     The annotated trace is computed and held in memory once; the violations of every
     property are then counted in one Spark job and their counterexamples collected in
@@ -79,15 +90,34 @@ def run_checks(
             for r in info
             if "single_token" in names and "single_token" in claims(r["protocol"], overrides)
         )
+        plans = [(name, *_plan_one(CHECKS[name], info, overrides)) for name in names]
+        certified: set[str] = set()
+        if certify:
+            with _phase(sc, "ringcast check: certificate"):
+                certified = _certified(trace, info, plans)
+        # the exact checks: per property, the runs not already decided
+        regular = {r["run"]: r["regular"] for r in info}
+        exact: dict[str, list[str]] = {}
+        for name, result, _active, runs in plans:
+            todo = runs
+            if name in CERTIFIED:
+                todo = [r for r in runs if r not in certified]
+                result.runs_certified = len(runs) - len(todo)
+            elif name == "virtual_synchrony":
+                # no node installed two regular configurations: no segment to compare
+                todo = [r for r in runs if regular.get(r, 0) >= 2]
+            exact[name] = todo
+        ctx.delivery_runs = frozenset(
+            r for name in READS_DELIVERIES if name in exact for r in exact[name]
+        )
         results: list[PropertyResult] = []
         frames: list[DataFrame] = []
         scopes: list[tuple[str, str]] = []
-        for name in names:
-            result, active, runs = _plan_one(CHECKS[name], info, overrides)
+        for name, result, active, _runs in plans:
             results.append(result)
-            if active:
+            if active and exact[name]:
                 frames.append(_tagged(ctx, CHECKS[name], active))
-                scopes += [(name, r) for r in runs]
+                scopes += [(name, r) for r in exact[name]]
         if frames:
             with _phase(sc, "ringcast check: annotate the trace"):
                 ctx.materialize()
@@ -136,6 +166,25 @@ def _plan_one(
         result.runs_checked = len(checked_runs)
         result.status = HOLDS
     return result, active, sorted(checked_runs)
+
+
+def _certified(
+    trace: DataFrame,
+    info: list[dict[str, Any]],
+    plans: list[tuple[str, PropertyResult, frozenset[str], list[str]]],
+) -> set[str]:
+    """The runs the certificate proves total_order, fifo and integrity for, among those
+    of certifiable protocols that one of these properties is checked on."""
+    wanted = {r for name, _res, _act, runs in plans if name in CERTIFIED for r in runs}
+    protocols = {r["protocol"] for r in info if r["run"] in wanted and certifiable(r["protocol"])}
+    if not protocols:
+        return set()
+    failed = {row.run for row in failed_runs(trace, protocols).collect()}
+    return {
+        r["run"]
+        for r in info
+        if r["protocol"] in protocols and r["run"] in wanted and r["run"] not in failed
+    }
 
 
 def _tagged(ctx: CheckContext, module: Any, active: frozenset[str]) -> DataFrame:

@@ -1,0 +1,159 @@
+"""The certificate for total_order, fifo and integrity: which runs it proves, and that
+checking with it gives exactly the results of the exact checks alone."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from lab_traces import MS, MUTATIONS, _row, clean_trace, renumber, to_table
+
+from ringcast.lab.checks import run_checks
+from ringcast.lab.checks.certify import failed_runs
+from ringcast.lab.properties import PROPERTIES
+
+NODES = ("A", "B", "C", "D")
+RUN_SCOPED = "certproto"  # not in ORDER_SCOPE: total order over the whole run
+
+
+def steady(run: str, msgs: int = 12) -> list[dict[str, Any]]:
+    """One configuration; every message submitted once and delivered by every node in
+    one order (senders round robin): every property holds and the certificate applies."""
+    rows = [
+        _row(run, n, 0, "view", view="v1", members=list(NODES), transitional=False) for n in NODES
+    ]
+    counters = dict.fromkeys(NODES, 0)
+    for k in range(msgs):
+        s = NODES[k % len(NODES)]
+        counters[s] += 1
+        msg = f"{s}:{counters[s]}"
+        t = (10 + 10 * k) * MS
+        rows.append(_row(run, s, t, "submit", msg=msg, order="agreed", size=10))
+        for j, n in enumerate(NODES):
+            rows.append(_row(run, n, t + (j + 1) * 1000, "deliver", msg=msg, order="agreed"))
+    return renumber(rows)
+
+
+def _delivered(rows: list[dict[str, Any]], node: str) -> list[dict[str, Any]]:
+    return [r for r in rows if r["kind"] == "deliver" and r["node"] == node]
+
+
+def swapped(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """B delivers its 3rd and 4th messages the other way round (total order breaks)."""
+    a, b = _delivered(rows, "B")[2:4]
+    a["msg"], b["msg"] = b["msg"], a["msg"]
+    return rows
+
+
+def duplicated(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """C delivers its 2nd message again at the end (integrity breaks)."""
+    again = dict(_delivered(rows, "C")[1], t=10_000 * MS)
+    return renumber([*rows, again])
+
+
+def unsent(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every node delivers, last, a message nobody submitted (integrity breaks)."""
+    extra = [
+        _row(rows[0]["run"], n, 10_000 * MS, "deliver", msg="Z:1", order="agreed") for n in NODES
+    ]
+    return renumber(rows + extra)
+
+
+def fifo_at_all(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every node delivers A:2 before A:1 (same order everywhere: only fifo breaks)."""
+    for n in NODES:
+        one = next(r for r in _delivered(rows, n) if r["msg"] == "A:1")
+        two = next(r for r in _delivered(rows, n) if r["msg"] == "A:2")
+        one["msg"], two["msg"] = "A:2", "A:1"
+    return rows
+
+
+def gap(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """D misses a message in the middle: nothing breaks, but the certificate fails."""
+    victim = _delivered(rows, "D")[5]
+    return renumber([r for r in rows if r is not victim])
+
+
+def late_joiner(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """D delivers only from the 6th message on: nothing breaks, the certificate fails."""
+    skip = {id(r) for r in _delivered(rows, "D")[:5]}
+    return renumber([r for r in rows if id(r) not in skip])
+
+
+SHAPES = {
+    "swapped": (swapped, {"total_order"}),
+    "duplicated": (duplicated, {"integrity"}),
+    "unsent": (unsent, {"integrity"}),
+    "fifo": (fifo_at_all, {"fifo"}),
+    "gap": (gap, set()),
+    "late": (late_joiner, set()),
+}
+
+
+def _frame(spark: Any, rows: list[dict[str, Any]], protocol: str) -> Any:
+    from pyspark.sql import functions as F
+
+    return (
+        spark.createDataFrame(to_table(rows))
+        .withColumn("protocol", F.lit(protocol))
+        .withColumn("scenario", F.lit("synthetic"))
+    )
+
+
+@pytest.fixture(scope="module")
+def shapes(spark: Any) -> Any:
+    rows = steady("clean")
+    for name, (fn, _) in SHAPES.items():
+        rows += fn(steady(name))
+    return _frame(spark, rows, RUN_SCOPED)
+
+
+def test_certificate_fails_exactly_the_irregular_runs(shapes: Any) -> None:
+    failed = {r.run for r in failed_runs(shapes, {RUN_SCOPED}).collect()}
+    assert failed == set(SHAPES)
+
+
+def _outcome(results: list[Any]) -> dict[str, Any]:
+    return {
+        r.property: (
+            r.status,
+            r.runs_checked,
+            r.violations,
+            sorted((c["run"], c["note"], tuple(c["msgs"])) for c in r.counterexamples),
+        )
+        for r in results
+    }
+
+
+def test_certified_and_exact_checks_agree(shapes: Any) -> None:
+    claims = {RUN_SCOPED: PROPERTIES}
+    fast = run_checks(shapes, overrides=claims, examples=100)
+    exact = run_checks(shapes, overrides=claims, examples=100, certify=False)
+    assert _outcome(fast) == _outcome(exact)
+    by = {r.property: r for r in fast}
+    for name in ("total_order", "fifo", "integrity"):
+        assert by[name].runs_certified == 1  # the clean run alone
+    assert all(r.runs_certified == 0 for r in exact)
+    for name, (_, broken) in SHAPES.items():
+        hit = {p for p, r in by.items() if any(c["run"] == name for c in r.counterexamples)}
+        assert hit == broken, name
+
+
+def test_every_corruption_agrees_with_and_without_certificate(spark: Any) -> None:
+    """The lab's corruption catalogue under a run-scoped protocol: the same verdicts."""
+    rows = clean_trace("clean")
+    for name, (fn, _) in MUTATIONS.items():
+        rows += fn(clean_trace(f"m:{name}"))[0]
+    frame = _frame(spark, copy.deepcopy(rows), RUN_SCOPED)
+    claims = {RUN_SCOPED: PROPERTIES}
+    fast = run_checks(frame, overrides=claims, examples=1000)
+    exact = run_checks(frame, overrides=claims, examples=1000, certify=False)
+    assert _outcome(fast) == _outcome(exact)
+
+
+def test_view_scoped_protocols_take_the_exact_path(spark: Any) -> None:
+    frame = _frame(spark, steady("clean"), "totem")
+    results = run_checks(frame, overrides={"totem": PROPERTIES})
+    assert all(r.runs_certified == 0 for r in results)
+    assert {r.property: r.status for r in results}["total_order"] == "holds"
