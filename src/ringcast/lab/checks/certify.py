@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ringcast.lab.checks.context import msg_counter, msg_sender
 from ringcast.lab.properties import ORDER_SCOPE
 
 if TYPE_CHECKING:
@@ -72,15 +73,7 @@ def failed_runs(trace: DataFrame, protocols: Iterable[str]) -> DataFrame:
     # of distinct messages: fifo ignores their mutual order, so they share one range).
     # One chain, no branch: Spark would compute a shared input once per branch.
     bad = (F.col("lo") != F.col("hi")) | (F.col("sent") == 0)
-    # sender:counter split at the last colon, the counter all digits (as fifo parses
-    # it with regular expressions, here with plain string functions)
-    tail = F.substring_index("msg", ":", -1)
-    digits = (F.length(tail) > 0) & (F.translate(tail, "0123456789", "") == "")
-    split = F.instr("msg", ":") > 0
-    sender = F.when(
-        split, F.expr("substring(msg, 1, length(msg) - length(substring_index(msg, ':', -1)) - 1)")
-    ).otherwise(F.lit(""))
-    counter = F.when(split & digits, tail.try_cast("long"))
+    sender, counter = msg_sender(), msg_counter()
     per_counter = (
         per_msg.filter(F.col("lo").isNotNull())
         .groupBy("run", sender.alias("sender"), counter.alias("counter"))

@@ -122,10 +122,11 @@ class CheckContext:
         if self.token_protocols is not None:
             token = token & F.col("protocol").isin(*sorted(self.token_protocols))
         big = F.col("kind").isin("deliver", "submit")
-        df = self.trace.filter((keep & ~big) | token)
         if self.delivery_runs is None:
             df = self.trace.filter(keep | token)
-        elif self.delivery_runs:
+        else:
+            df = self.trace.filter((keep & ~big) | token)
+        if self.delivery_runs:
             spark = self.trace.sparkSession
             runs = spark.createDataFrame([(r,) for r in sorted(self.delivery_runs)], "run string")
             df = df.unionByName(self.trace.filter(big).join(F.broadcast(runs), "run", "left_semi"))
@@ -210,9 +211,7 @@ class CheckContext:
                 "prev_reg",
                 "next_reg",
             )
-            return d.withColumn("sender", F.regexp_extract("msg", r"^(.*):[^:]*$", 1)).withColumn(
-                "counter", F.regexp_extract("msg", r":(\d+)$", 1).try_cast("long")
-            )
+            return d.withColumn("sender", msg_sender()).withColumn("counter", msg_counter())
 
         return self._cached("deliveries", build)
 
@@ -317,3 +316,17 @@ def members_key(col: str) -> Column:
     from pyspark.sql import functions as F
 
     return F.array_join(F.array_sort(F.col(col)), "\u0001")
+
+
+def msg_sender() -> Column:
+    """The sender of a ``sender:counter`` message id (before its last colon)."""
+    from pyspark.sql import functions as F
+
+    return F.regexp_extract("msg", r"^(.*):[^:]*$", 1)
+
+
+def msg_counter() -> Column:
+    """The counter of a ``sender:counter`` message id (all digits), else null."""
+    from pyspark.sql import functions as F
+
+    return F.regexp_extract("msg", r":(\d+)$", 1).try_cast("long")
