@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from lab_traces import MS, MUTATIONS, _row, clean_trace, renumber, to_table
 
-from ringcast.lab.checks import run_checks
-from ringcast.lab.checks.certify import failed_runs
+from ringcast.lab.checks import certify, run_checks
+from ringcast.lab.checks.certify import failed_runs, plan_layout
+from ringcast.lab.checks.context import CheckContext
 from ringcast.lab.properties import PROPERTIES
 
 NODES = ("A", "B", "C", "D")
@@ -109,9 +110,48 @@ def shapes(spark: Any) -> Any:
     return _frame(spark, rows, RUN_SCOPED)
 
 
-def test_certificate_fails_exactly_the_irregular_runs(shapes: Any) -> None:
-    failed = {r.run for r in failed_runs(shapes, {RUN_SCOPED}).collect()}
-    assert failed == set(SHAPES)
+def _failed(frame: Any, partitions: int) -> set[str]:
+    layout = plan_layout(frame.sparkSession, CheckContext(frame).run_nodes, partitions)
+    return failed_runs(frame, layout)
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_certificate_fails_exactly_the_irregular_runs(shapes: Any, partitions: int) -> None:
+    """Whether the runs share one partition or spread over several."""
+    assert _failed(shapes, partitions) == set(SHAPES)
+
+
+def test_labels_count_from_zero_per_node(shapes: Any) -> None:
+    """Every (run, node) of one partition gets its own slot and, as base, the partition's
+    row index of its first delivery: the deliveries of the nodes before it."""
+    nodes = CheckContext(shapes).run_nodes
+    layout = plan_layout(shapes.sparkSession, nodes, 1)
+    assert not layout.excluded
+    delivered = {(n.run, n.node): n.deliveries for n in nodes}
+    groups = sorted(layout.groups, key=lambda g: g[3])
+    assert [g[3] for g in groups] == list(range(len(groups)))
+    offset = 0
+    for run, node, _rid, _slot, base in groups:
+        assert base == offset
+        offset += delivered[(run, node)]
+
+
+def test_runs_the_layout_cannot_hold_fail(spark: Any, monkeypatch: Any) -> None:
+    """A run whose ``i`` does not fit the sort key, or beyond the slots of its partition,
+    fails the certificate (and so takes the exact path); the others are still proved."""
+    rows = steady("clean") + steady("huge") + steady("crowded")
+    for r in rows:
+        if r["run"] == "huge" and r["node"] == "B":
+            r["i"] += 1 << certify.I_BITS
+    frame = _frame(spark, rows, RUN_SCOPED)
+    monkeypatch.setattr(certify, "SLOT_BITS", 2)  # one run of 4 nodes per partition
+    assert _failed(frame, 1) == {"huge", "crowded"}
+    monkeypatch.undo()
+    assert _failed(frame, 1) == {"huge"}
+    claims = {RUN_SCOPED: PROPERTIES}
+    by = {r.property: r for r in run_checks(frame, overrides=claims, partitions=1)}
+    assert by["total_order"].status == "holds"
+    assert by["total_order"].runs_certified == 2
 
 
 def _outcome(results: list[Any]) -> dict[str, Any]:

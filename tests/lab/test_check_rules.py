@@ -62,3 +62,34 @@ def test_convergence_on_members_where_the_protocol_says_so(spark: Any) -> None:
     result = _check(spark, rows, "totem", "convergence")
     assert result.status == VIOLATED
     assert "different configurations" in result.counterexamples[0]["note"]
+
+
+def test_message_ids_parse_into_sender_and_counter(spark: Any) -> None:
+    """``sender:counter``: the sender before the last colon, the counter after it when
+    it is all ASCII digits and fits a long (fifo and the certificate share the parse)."""
+    from ringcast.lab.checks.context import msg_counter, msg_sender
+
+    cases = {
+        "A:1": ("A", 1),
+        "A:B:12": ("A:B", 12),
+        "A:0012": ("A", 12),
+        ":5": ("", 5),
+        "nocolon": ("", None),
+        "A:": ("A", None),
+        "A:x5": ("A", None),
+        "A:+5": ("A", None),
+        "A:-5": ("A", None),
+        "A: 5": ("A", None),
+        "A:1a": ("A", None),
+        "A:99999999999999999999": ("A", None),
+        "é:3": ("é", 3),
+        None: (None, None),
+    }
+    df = spark.createDataFrame([(m,) for m in cases], "msg string")
+    got = {
+        r.msg: (r.sender, r.counter)
+        for r in df.select(
+            "msg", msg_sender().alias("sender"), msg_counter().alias("counter")
+        ).collect()
+    }
+    assert got == cases

@@ -2,40 +2,70 @@
 three properties for the runs where every node delivers along one common order, so
 that only the other runs go through the exact checks.
 
-The pass ranks each node's deliveries in event order ``i`` (one window, partitioned
-by run and node) and groups the deliveries by (run, message). A run is certified when:
+The pass gives each delivery a **label**: its position in its node's deliveries, in
+event order ``i``. Deliveries and submits are then grouped by (run, message). A run is
+certified when:
 
-1. **one rank per message**: every delivery of a message, at every node, has the same
-   rank. Then any two nodes deliver the messages they share at equal ranks, so in the
-   same relative order (total_order, both over every delivery and over any subset of
-   the orders); and no node delivers a message twice, since a node's ranks are
-   distinct (integrity's first half);
+1. **one label per message**: every delivery of a message, at every node, has the same
+   label. A node's labels strictly increase along its event order, so any two nodes
+   deliver the messages they share in the same relative order (total_order, over
+   every delivery and so over any subset of the orders); and no node delivers a
+   message twice, since its labels are distinct (integrity's first half);
 2. **every delivered message has a submit row** in its run (integrity's second half);
-3. **senders' counters follow the ranks**: per sender (parsed from ``sender:counter``
+3. **senders' counters follow the labels**: per sender (parsed from ``sender:counter``
    as :mod:`~ringcast.lab.checks.fifo` does), a smaller counter always has a smaller
-   rank. Every node delivers in rank order, so in counter order per sender (fifo).
+   label. Every node delivers in label order, so in counter order per sender (fifo).
 
 Each condition is sufficient, not necessary: a run that fails one (a node that missed
 a message, joined late or delivered a duplicate) is not in violation for that; the
-exact checks decide it and give the counterexamples. The certificate covers protocols
-whose total order is scoped to the run (:data:`~ringcast.lab.properties.ORDER_SCOPE`);
-runs of view-scoped protocols (Totem) always take the exact path. Everything is
-built-in Spark SQL: one window, hash aggregations, one small window per sender.
+exact checks decide it and give the counterexamples. Soundness needs only that a
+node's labels strictly increase along its event order; that they count from 0 (so
+that nodes delivering one common order agree) matters for how many runs pass.
+
+**How labels are computed without a window.** A window over (run, node) ordered by
+``i`` makes Spark sort on several keys, comparing whole rows. Instead, each (run, node)
+gets a small number ``slot``, dense within the shuffle partition its run hashes to,
+and each delivery the sort key ``slot << 36 | i``: one long, which Spark sorts with a
+radix sort. After one shuffle by run and that sort, a (run, node)'s deliveries lie
+contiguous and in event order, and ``monotonically_increasing_id()`` (the partition
+index ``<< 33`` plus the row's position in it) minus the (run, node)'s ``base`` (the
+same for its first delivery, from the per-node delivery counts) is the label. The
+layout is planned on the driver from :attr:`~ringcast.lab.checks.context.CheckContext.
+run_nodes`; a run it cannot lay out (``i`` outside ``[0, 2**36)``) fails up front.
+
+The certificate covers protocols whose total order is scoped to the run
+(:data:`~ringcast.lab.properties.ORDER_SCOPE`); runs of view-scoped protocols (Totem)
+always take the exact path. Everything is built-in Spark SQL: one shuffle, one sort on
+one long, hash aggregations, one small window per sender.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ringcast.lab.checks.context import msg_counter, msg_sender
+from ringcast.lab.checks.context import NodeInfo, msg_counter, msg_sender
 from ringcast.lab.properties import ORDER_SCOPE
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 CERTIFIED = ("total_order", "fifo", "integrity")
 """The properties a certificate proves."""
+
+I_BITS = 36
+"""The sort key's low bits hold ``i``: a run whose ``i`` leaves ``[0, 2**36)`` fails."""
+SLOT_BITS = 63 - I_BITS
+"""The sort key's high bits hold the (run, node)'s slot in its partition."""
+ROW_BITS = 33
+"""``monotonically_increasing_id()`` is the partition index ``<< 33`` plus the row."""
+LAST = (1 << 63) - 1
+"""The sort key of submits: after every delivery, so they do not shift the labels."""
+ROWS_PER_PARTITION = 200_000
+"""Deliveries per partition at most: the per-message aggregation of one partition then
+fits the small first-level hash map Spark generates (2**16 keys) instead of spilling
+over into the general one, about twice as slow."""
 
 
 def certifiable(protocol: str) -> bool:
@@ -43,32 +73,98 @@ def certifiable(protocol: str) -> bool:
     return ORDER_SCOPE.get(protocol, "run") == "run"
 
 
-def failed_runs(trace: DataFrame, protocols: Iterable[str]) -> DataFrame:
-    """The runs of ``protocols`` whose deliveries fail the certificate (column ``run``).
+@dataclass(frozen=True)
+class Layout:
+    """Where each (run, node)'s deliveries land: ``groups`` rows are (run, node, rid,
+    slot, base); ``excluded`` runs cannot be laid out and fail the certificate."""
 
-    ``trace`` has the trace columns plus ``protocol``. Runs of ``protocols`` that are not
-    returned are certified for :data:`CERTIFIED`.
-    """
+    groups: list[tuple[str, str, int, int, int]]
+    excluded: frozenset[str]
+    partitions: int
+
+
+def plan_layout(spark: SparkSession, nodes: Iterable[NodeInfo], partitions: int) -> Layout:
+    """Number the runs (``rid``), choose the partitions (at least ``partitions``, at
+    most :data:`ROWS_PER_PARTITION` deliveries each), find the partition each run
+    hashes to (one small Spark job: the hash ``repartition`` uses) and, per partition,
+    give its (run, node)s slots in (rid, node) order and bases from the delivery
+    counts."""
+    from pyspark.sql import functions as F
+
+    nodes = list(nodes)
+    deliveries = sum(n.deliveries for n in nodes)
+    partitions = max(partitions, -(-deliveries // ROWS_PER_PARTITION))
+    per_run: dict[str, list[NodeInfo]] = {}
+    for n in nodes:
+        per_run.setdefault(n.run, []).append(n)
+    excluded = {
+        run for run, ns in per_run.items() if any(n.imin < 0 or n.imax >= 1 << I_BITS for n in ns)
+    }
+    runs = sorted(set(per_run) - excluded)
+    if not runs:
+        return Layout([], frozenset(excluded), partitions)
+    rids = spark.createDataFrame([(r,) for r in range(len(runs))], "rid long")
+    where = dict(
+        rids.select("rid", F.expr(f"pmod(hash(rid), {int(partitions)})").alias("p")).collect()
+    )
+    by_partition: dict[int, list[int]] = {}
+    for rid in range(len(runs)):
+        by_partition.setdefault(int(where[rid]), []).append(rid)
+    groups: list[tuple[str, str, int, int, int]] = []
+    for p, members in by_partition.items():
+        slot = offset = 0
+        for rid in members:
+            run = runs[rid]
+            ns = sorted(per_run[run], key=lambda n: n.node)
+            if slot + len(ns) > 1 << SLOT_BITS:  # more (run, node)s than slots: rare
+                excluded.add(run)
+                continue
+            for n in ns:
+                groups.append((run, n.node, rid, slot, (p << ROW_BITS) + offset))
+                slot += 1
+                offset += n.deliveries
+    return Layout(groups, frozenset(excluded), partitions)
+
+
+def failed_runs(trace: DataFrame, layout: Layout) -> set[str]:
+    """The runs of ``layout`` whose deliveries fail the certificate (or that it could
+    not lay out). ``trace`` has the trace columns; every other run of ``layout`` is
+    certified for :data:`CERTIFIED`."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    if not layout.groups:
+        return set(layout.excluded)
+    spark = trace.sparkSession
+    groups = spark.createDataFrame(
+        layout.groups, "run string, node string, rid long, slot long, base long"
+    )
     kind = F.col("kind")
-    rows = trace.filter(
-        F.col("protocol").isin(*sorted(protocols)) & kind.isin("deliver", "submit")
-    ).select("run", "node", "i", "msg", (kind == "deliver").alias("delivered"))
-    # submits rank among themselves (their rank is never read): one window, no union.
-    # A hash of the partition key leads it so that the sort mostly compares one long.
-    group = F.xxhash64("run", "node", "delivered")
-    rank = F.row_number().over(Window.partitionBy("_g", "run", "node", "delivered").orderBy("i"))
-    # one shuffle, by run: every later window and aggregation is keyed by run and more
-    ranked = rows.repartition("run").withColumn("_g", group).withColumn("rank", rank)
     delivered = F.col("delivered")
-    per_msg = ranked.groupBy("run", "msg").agg(
-        F.min(F.when(delivered, F.col("rank"))).alias("lo"),
-        F.max(F.when(delivered, F.col("rank"))).alias("hi"),
+    key = F.when(delivered, F.shiftleft("slot", I_BITS).bitwiseOR(F.col("i"))).otherwise(
+        F.lit(LAST)
+    )
+    labelled = (
+        trace.filter(kind.isin("deliver", "submit"))
+        .select("run", "node", "i", "msg", (kind == "deliver").alias("delivered"))
+        .join(F.broadcast(groups), ["run", "node"])  # also keeps just the layout's runs
+        .select("rid", "msg", "delivered", "base", key.alias("key"))
+        .repartition(layout.partitions, "rid")
+        .sortWithinPartitions("key")
+        # right after the sort: the id counts the rows in sorted order
+        .select(
+            "rid",
+            "msg",
+            "delivered",
+            (F.monotonically_increasing_id() - F.col("base")).alias("label"),
+        )
+    )
+    per_msg = labelled.groupBy("rid", "msg").agg(
+        F.min(F.when(delivered, F.col("label"))).alias("lo"),
+        F.max(F.when(delivered, F.col("label"))).alias("hi"),
         F.max((~delivered).cast("int")).alias("sent"),
     )
-    # condition 1 and 2 per message, condition 3 per (run, sender, counter): the rank
+    # condition 1 and 2 per message, condition 3 per (run, sender, counter): the label
     # range of the counter must lie wholly above the previous counter's (equal counters
     # of distinct messages: fifo ignores their mutual order, so they share one range).
     # One chain, no branch: Spark would compute a shared input once per branch.
@@ -76,15 +172,15 @@ def failed_runs(trace: DataFrame, protocols: Iterable[str]) -> DataFrame:
     sender, counter = msg_sender(), msg_counter()
     per_counter = (
         per_msg.filter(F.col("lo").isNotNull())
-        .groupBy("run", sender.alias("sender"), counter.alias("counter"))
+        .groupBy("rid", sender.alias("sender"), counter.alias("counter"))
         .agg(
             F.min("lo").alias("lo"),
             F.max("lo").alias("hi"),
             F.max(bad.cast("int")).alias("bad"),
         )
     )
-    w = Window.partitionBy("run", "sender").orderBy("counter")
-    return (
+    w = Window.partitionBy("rid", "sender").orderBy("counter")
+    failed = (
         per_counter.withColumn("prev_hi", F.lag("hi").over(w))
         .withColumn("prev_counter", F.lag("counter").over(w))
         .filter(
@@ -95,6 +191,9 @@ def failed_runs(trace: DataFrame, protocols: Iterable[str]) -> DataFrame:
                 & (F.col("prev_hi") >= F.col("lo"))
             )
         )
-        .select("run")
+        .select("rid")
         .distinct()
+        .collect()
     )
+    runs = {rid: run for run, _node, rid, _slot, _base in layout.groups}
+    return {runs[r.rid] for r in failed} | set(layout.excluded)

@@ -61,6 +61,18 @@ def violation(
     ]
 
 
+@dataclass(frozen=True)
+class NodeInfo:
+    """One (run, node) of the trace, from :attr:`CheckContext.run_nodes`."""
+
+    run: str
+    protocol: str
+    node: str
+    deliveries: int
+    imin: int
+    imax: int
+
+
 @dataclass
 class CheckContext:
     """The annotated trace shared by every check of one ``lab check``.
@@ -223,59 +235,81 @@ class CheckContext:
 
     @property
     def run_info(self) -> list[dict[str, Any]]:
-        """Per run (collected: one small row a run): protocol, the kinds of input it has
-        (of :data:`KINDS`, ``deliver:<order>`` and ``token_state`` as well), its last
-        time ``tmax`` and ``regular``, the most regular configurations one node
-        installed. Numeric aggregations per (run, node), then per run."""
+        """Per run (one small dict a run): protocol, the kinds of input it has (of
+        :data:`KINDS`, ``deliver:<order>`` and ``token_state`` as well), its last time
+        ``tmax`` and ``regular``, the most regular configurations one node installed."""
+        return self._cached("run_info", self._build_run_info)
 
-        def build() -> list[dict[str, Any]]:
-            from pyspark.sql import functions as F
+    @property
+    def run_nodes(self) -> list[NodeInfo]:
+        """Per (run, node) of the trace: its protocol, deliveries and range of ``i``."""
+        self.run_info  # noqa: B018 - computed by the same job
+        return self._cache["run_nodes"]  # type: ignore[no-any-return]
 
-            kind = F.col("kind")
-            deliver = kind == "deliver"
-            token_state = (kind == "state") & F.get_json_object(
-                "detail", "$.token_state"
-            ).isNotNull()
-            regular = (kind == "view") & ~F.coalesce(F.col("transitional"), F.lit(False))
-            flags = {k: kind == k for k in KINDS}
-            flags |= {f"deliver:{o}": deliver & (F.col("order") == o) for o in KNOWN_ORDERS}
-            flags["token_state"] = token_state
-            other = deliver & ~F.coalesce(F.col("order").isin(*KNOWN_ORDERS), F.lit(True))
-            flags["_other"] = other
-            names = {tag: f"_f{n}" for n, tag in enumerate(flags)}
-            # numeric aggregates only: a collected set or a string maximum would make
-            # Spark sort every row by run and node instead of hashing
-            per_node = self.trace.groupBy("run", "protocol", "node").agg(
-                *(F.max(c.cast("int")).alias(names[tag]) for tag, c in flags.items()),
+    def _build_run_info(self) -> list[dict[str, Any]]:
+        """One job: a hash aggregation per (run, protocol, node) with numeric
+        aggregates only (a collected set or a string maximum would make Spark sort
+        every row), the tags as one bit set; per run, merged on the driver."""
+        from pyspark.sql import functions as F
+
+        kind = F.col("kind")
+        deliver = kind == "deliver"
+        tags = [*KINDS, *(f"deliver:{o}" for o in KNOWN_ORDERS), "token_state", "_other"]
+        bit = {tag: F.lit(1 << n) for n, tag in enumerate(tags)}
+        kinds = F.when(deliver, bit["deliver"])
+        for k in KINDS[1:]:
+            kinds = kinds.when(kind == k, bit[k])
+        orders = F.when(F.col("order").isNull(), 0)
+        for o in KNOWN_ORDERS:
+            orders = orders.when(F.col("order") == o, bit[f"deliver:{o}"])
+        orders = orders.otherwise(bit["_other"])
+        token_state = (kind == "state") & F.get_json_object("detail", "$.token_state").isNotNull()
+        bits = (
+            kinds.otherwise(0)
+            .bitwiseOR(F.when(deliver, orders).otherwise(0))
+            .bitwiseOR(F.when(token_state, bit["token_state"]).otherwise(0))
+        )
+        regular = (kind == "view") & ~F.coalesce(F.col("transitional"), F.lit(False))
+        per_node = (
+            self.trace.groupBy("run", "protocol", "node")
+            .agg(
+                F.bit_or(bits).alias("bits"),
                 F.max("t").alias("tmax"),
                 F.sum(regular.cast("int")).alias("regular"),
+                F.sum(deliver.cast("long")).alias("deliveries"),
+                F.min("i").alias("imin"),
+                F.max("i").alias("imax"),
             )
-            agg = per_node.groupBy("run", "protocol").agg(
-                *(F.max(n).alias(n) for n in names.values()),
-                F.max("tmax").alias("tmax"),
-                F.max("regular").alias("regular"),
+            .collect()
+        )
+        nodes = [
+            NodeInfo(r.run, r.protocol, r.node, int(r.deliveries), int(r.imin), int(r.imax))
+            for r in per_node
+        ]
+        self._cache["run_nodes"] = nodes
+        runs: dict[str, dict[str, Any]] = {}
+        for r in per_node:
+            info = runs.setdefault(
+                r.run,
+                {"run": r.run, "protocol": r.protocol, "bits": 0, "tmax": r.tmax, "regular": 0},
             )
-            rows = agg.collect()
-            others: dict[str, set[str]] = {}
-            if any(r[names["_other"]] for r in rows):  # orders beyond the schema's: rare
-                for o in self.trace.filter(other).select("run", "order").distinct().collect():
-                    others.setdefault(o.run, set()).add(o.order)
-            out = []
-            for r in rows:
-                tags = {tag for tag, n in names.items() if r[n] and tag != "_other"}
-                tags |= {f"deliver:{o}" for o in others.get(r.run, ())}
-                out.append(
-                    {
-                        "run": r.run,
-                        "protocol": r.protocol,
-                        "tags": tags,
-                        "tmax": r.tmax,
-                        "regular": int(r.regular or 0),
-                    }
-                )
-            return out
-
-        return self._cached("run_info", build)
+            info["bits"] |= int(r.bits)
+            info["tmax"] = max(info["tmax"], r.tmax)
+            info["regular"] = max(info["regular"], int(r.regular or 0))
+        others: dict[str, set[str]] = {}
+        if any(info["bits"] & (1 << tags.index("_other")) for info in runs.values()):
+            # orders beyond the schema's: rare
+            other = deliver & ~F.coalesce(F.col("order").isin(*KNOWN_ORDERS), F.lit(True))
+            for o in self.trace.filter(other).select("run", "order").distinct().collect():
+                others.setdefault(o.run, set()).add(o.order)
+        out = []
+        for run in sorted(runs):
+            info = runs[run]
+            bits_ = info.pop("bits")
+            info["tags"] = {t for n, t in enumerate(tags) if bits_ >> n & 1 and t != "_other"}
+            info["tags"] |= {f"deliver:{o}" for o in others.get(run, ())}
+            out.append(info)
+        return out
 
     def run_ends(self) -> DataFrame:
         """(run, tmax): the last time of each run, as a small DataFrame."""
@@ -319,14 +353,26 @@ def members_key(col: str) -> Column:
 
 
 def msg_sender() -> Column:
-    """The sender of a ``sender:counter`` message id (before its last colon)."""
+    """The sender of a ``sender:counter`` message id: what comes before its last colon
+    ("" without one). String functions, not a regular expression: this runs on every
+    message of a trace."""
     from pyspark.sql import functions as F
 
-    return F.regexp_extract("msg", r"^(.*):[^:]*$", 1)
+    return F.expr(
+        "CASE WHEN instr(msg, ':') > 0"
+        " THEN left(msg, length(msg) - length(substring_index(msg, ':', -1)) - 1)"
+        " WHEN msg IS NOT NULL THEN '' END"
+    )
 
 
 def msg_counter() -> Column:
-    """The counter of a ``sender:counter`` message id (all digits), else null."""
+    """The counter of a ``sender:counter`` message id: what follows its last colon when
+    that is one or more ASCII digits (and fits a long), else null."""
     from pyspark.sql import functions as F
 
-    return F.regexp_extract("msg", r":(\d+)$", 1).try_cast("long")
+    return F.expr(
+        "CASE WHEN instr(msg, ':') > 0"
+        " AND length(substring_index(msg, ':', -1)) > 0"
+        " AND translate(substring_index(msg, ':', -1), '0123456789', '') = ''"
+        " THEN try_cast(substring_index(msg, ':', -1) AS BIGINT) END"
+    )

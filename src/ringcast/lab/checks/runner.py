@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ringcast.lab.checks.certify import CERTIFIED, certifiable, failed_runs
+from ringcast.lab.checks.certify import CERTIFIED, certifiable, failed_runs, plan_layout
 from ringcast.lab.checks.context import VIOLATION_COLUMNS, CheckContext
 from ringcast.lab.properties import PROPERTIES, claims
 
@@ -94,7 +94,7 @@ def run_checks(
         certified: set[str] = set()
         if certify:
             with _phase(sc, "ringcast check: certificate"):
-                certified = _certified(trace, info, plans)
+                certified = _certified(ctx, plans)
         # the exact checks: per property, the runs not already decided
         regular = {r["run"]: r["regular"] for r in info}
         exact: dict[str, list[str]] = {}
@@ -113,11 +113,12 @@ def run_checks(
         results: list[PropertyResult] = []
         frames: list[DataFrame] = []
         scopes: list[tuple[str, str]] = []
-        for name, result, active, _runs in plans:
-            results.append(result)
-            if active and exact[name]:
-                frames.append(_tagged(ctx, CHECKS[name], active))
-                scopes += [(name, r) for r in exact[name]]
+        with _phase(sc, "ringcast check: plan the exact checks"):
+            for name, result, active, _runs in plans:
+                results.append(result)
+                if active and exact[name]:
+                    frames.append(_tagged(ctx, CHECKS[name], active))
+                    scopes += [(name, r) for r in exact[name]]
         if frames:
             with _phase(sc, "ringcast check: annotate the trace"):
                 ctx.materialize()
@@ -169,22 +170,18 @@ def _plan_one(
 
 
 def _certified(
-    trace: DataFrame,
-    info: list[dict[str, Any]],
-    plans: list[tuple[str, PropertyResult, frozenset[str], list[str]]],
+    ctx: CheckContext, plans: list[tuple[str, PropertyResult, frozenset[str], list[str]]]
 ) -> set[str]:
     """The runs the certificate proves total_order, fifo and integrity for, among those
     of certifiable protocols that one of these properties is checked on."""
     wanted = {r for name, _res, _act, runs in plans if name in CERTIFIED for r in runs}
-    protocols = {r["protocol"] for r in info if r["run"] in wanted and certifiable(r["protocol"])}
-    if not protocols:
+    nodes = [n for n in ctx.run_nodes if n.run in wanted and certifiable(n.protocol)]
+    if not nodes:
         return set()
-    failed = {row.run for row in failed_runs(trace, protocols).collect()}
-    return {
-        r["run"]
-        for r in info
-        if r["protocol"] in protocols and r["run"] in wanted and r["run"] not in failed
-    }
+    spark = ctx.trace.sparkSession
+    partitions = ctx.partitions or int(spark.conf.get("spark.sql.shuffle.partitions") or 2)
+    failed = failed_runs(ctx.trace, plan_layout(spark, nodes, partitions))
+    return {n.run for n in nodes} - failed
 
 
 def _tagged(ctx: CheckContext, module: Any, active: frozenset[str]) -> DataFrame:
