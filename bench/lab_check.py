@@ -7,16 +7,21 @@
 Each run of a synthetic trace has 5 nodes in one configuration; every message is
 submitted once and delivered by all 5 nodes in one order (so every property holds and
 every check does its full work). Prints one line per measurement: events, engine,
-seconds, trace events per second.
+seconds, trace events per second, and (Linux) the CPU seconds the engine's process
+used and the share of the machine's CPU time stolen by its hypervisor meanwhile: on a
+shared virtual machine, events per CPU second compare engines where wall time cannot.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -110,6 +115,49 @@ def make_trace(events: int, path: Path) -> int:
     return total
 
 
+class Sample(NamedTuple):
+    """One measurement: wall seconds, violations found, CPU seconds of the engine's
+    process (None where /proc is missing) and the stolen share of the machine's CPU."""
+
+    wall: float
+    violations: int
+    cpu: float | None
+    steal: float | None
+
+
+def _proc_cpu(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` so far (Linux), else None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _machine_cpu() -> tuple[int, int] | None:
+    """(steal, total) jiffies of the machine so far (Linux), else None."""
+    try:
+        first = Path("/proc/stat").read_text().splitlines()[0].split()
+    except OSError:
+        return None
+    ticks = [int(x) for x in first[1:9]]
+    return ticks[7], sum(ticks)
+
+
+def measured(pid: int, fn: Callable[[], int]) -> Sample:
+    """Run ``fn`` (returning violations) and sample wall, CPU of ``pid`` and steal."""
+    cpu0, m0 = _proc_cpu(pid), _machine_cpu()
+    t0 = time.perf_counter()
+    bad = fn()
+    wall = time.perf_counter() - t0
+    cpu1, m1 = _proc_cpu(pid), _machine_cpu()
+    cpu = cpu1 - cpu0 if cpu0 is not None and cpu1 is not None else None
+    steal = None
+    if m0 and m1 and m1[1] > m0[1]:
+        steal = (m1[0] - m0[0]) / (m1[1] - m0[1])
+    return Sample(wall, bad, cpu, steal)
+
+
 def pandas_total_order(path: Path) -> int:
     """The total-order check in one process with pandas: violations found."""
     import pandas as pd
@@ -132,9 +180,10 @@ def pandas_total_order(path: Path) -> int:
 
 def spark_suite(
     path: Path, master: str, per_core: int = 1, repeat: int = 1, certify: bool = True
-) -> list[tuple[float, int]]:
-    """The full suite ``repeat`` times in one SparkSession: (seconds, violations) each.
-    The first is cold (a fresh JVM compiles its code as it goes); later ones are warm."""
+) -> list[Sample]:
+    """The full suite ``repeat`` times in one SparkSession, one sample each (the CPU is
+    the JVM's). The first is cold (a fresh JVM compiles its code as it goes); later
+    ones are warm."""
     from ringcast.lab.checks import run_checks
     from ringcast.lab.load import load_traces
     from ringcast.lab.properties import PROPERTIES
@@ -145,13 +194,26 @@ def spark_suite(
     out = []
     try:
         trace = load_traces(spark, [path], protocol="synth")
-        for _ in range(repeat):
-            t0 = time.perf_counter()
+        jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]
+
+        def suite() -> int:
             results = run_checks(trace, overrides={"synth": PROPERTIES}, certify=certify)
-            out.append((time.perf_counter() - t0, sum(r.violations for r in results)))
+            return sum(r.violations for r in results)
+
+        for _ in range(repeat):
+            out.append(measured(jvm_pid, suite))
         return out
     finally:
         spark.stop()
+
+
+def _line(events: int, s: Sample) -> str:
+    line = f"{s.wall:8.2f} s  {events / s.wall:12,.0f} events/s"
+    if s.cpu:
+        line += f"  cpu {s.cpu:7.2f} s  {events / s.cpu:12,.0f} events/cpu-s"
+    if s.steal is not None:
+        line += f"  steal {100 * s.steal:3.0f}%"
+    return f"{line}  violations {s.violations}"
 
 
 def main() -> None:
@@ -179,23 +241,16 @@ def main() -> None:
             path = Path(tmp) / f"trace-{size}.parquet"
             n = make_trace(size, path)
             if not args.no_pandas:
-                t0 = time.perf_counter()
-                bad = pandas_total_order(path)
-                wall = time.perf_counter() - t0
-                print(
-                    f"{n:>10} events  pandas total_order  {wall:8.2f} s  "
-                    f"{n / wall:12,.0f} events/s  violations {bad}",
-                    flush=True,
-                )
+                sample = measured(os.getpid(), functools.partial(pandas_total_order, path))
+                print(f"{n:>10} events  pandas total_order  {_line(n, sample)}", flush=True)
             for master in args.masters:
                 for certify in (True, False) if args.exact else (True,):
                     runs = spark_suite(path, master, args.shuffle_per_core, args.repeat, certify)
                     label = "all properties" if certify else "exact checks  "
-                    for k, (wall, bad) in enumerate(runs):
+                    for k, sample in enumerate(runs):
                         print(
                             f"{n:>10} events  spark {master:9} {label} "
-                            f"{'cold' if k == 0 else 'warm'}  {wall:8.2f} s  "
-                            f"{n / wall:12,.0f} events/s  violations {bad}",
+                            f"{'cold' if k == 0 else 'warm'}  {_line(n, sample)}",
                             flush=True,
                         )
 

@@ -93,6 +93,12 @@ def resolve_master(master: str | None) -> str | None:
     return DEFAULT_MASTER
 
 
+JVM_OPTIONS = "-XX:+UseParallelGC"
+"""The throughput collector: the lab's jobs are batch work, and G1's concurrent
+marking and write barriers cost the tasks about a fifth of their CPU time
+(``docs/benchmarks.md``)."""
+
+
 def spark_session(
     master: str | None = None,
     *,
@@ -105,8 +111,10 @@ def spark_session(
 
     ``shuffle_partitions`` defaults to twice the cores (at least 2); ``conf`` adds
     any other Spark settings; the driver gets ``RINGCAST_DRIVER_MEMORY`` (default 4g),
-    which in local mode is the executors' memory too. Raises ``LabError`` when Java is
-    missing or too old.
+    which in local mode is the executors' memory too. The JVMs run with
+    :data:`JVM_OPTIONS` and Spark keeps 2000 generated classes instead of 100 (both
+    measured in ``docs/benchmarks.md``). Raises ``LabError`` when Java is missing or
+    too old.
     """
     check_java()
     try:
@@ -127,8 +135,13 @@ def spark_session(
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
-        "spark.driver.extraJavaOptions": "-Dlog4j2.level=ERROR",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.level=ERROR {JVM_OPTIONS}",
+        "spark.executor.extraJavaOptions": JVM_OPTIONS,
         "spark.driver.memory": os.environ.get("RINGCAST_DRIVER_MEMORY", "4g"),
+        # one lab check plans a few hundred distinct stages: with Spark's default of
+        # 100 cached generated classes they evict each other, and every re-run
+        # compiles them again and makes the JIT compile the new classes again
+        "spark.sql.codegen.cache.maxEntries": "2000",
     }
     if shuffle_partitions is not None:
         settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
