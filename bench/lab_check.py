@@ -2,7 +2,11 @@
 10 M events with local[1] and local[2], beside a single-process pandas total-order check.
 
     python bench/lab_check.py [--sizes 1000000 10000000] [--masters local[1] local[2]]
-        [--shuffle-per-core 1] [--no-pandas] [--repeat R] [--exact]
+        [--shuffle-per-core 1] [--no-pandas] [--repeat R] [--exact] [--pin]
+        [--conf KEY=VALUE ...] [--compare]
+
+Each master runs in a fresh process (a cold JVM); ``--pin`` restricts it to as many
+CPUs as it has task slots.
 
 Each run of a synthetic trace has 5 nodes in one configuration; every message is
 submitted once and delivered by all 5 nodes in one order (so every property holds and
@@ -16,7 +20,11 @@ from __future__ import annotations
 
 import argparse
 import functools
+import itertools
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -179,7 +187,12 @@ def pandas_total_order(path: Path) -> int:
 
 
 def spark_suite(
-    path: Path, master: str, per_core: int = 1, repeat: int = 1, certify: bool = True
+    path: Path,
+    master: str,
+    per_core: int = 1,
+    repeat: int = 1,
+    certify: bool = True,
+    conf: dict[str, str] | None = None,
 ) -> list[Sample]:
     """The full suite ``repeat`` times in one SparkSession, one sample each (the CPU is
     the JVM's). The first is cold (a fresh JVM compiles its code as it goes); later
@@ -190,7 +203,7 @@ def spark_suite(
     from ringcast.lab.session import spark_session
 
     cores = int(master[6:-1]) if master.startswith("local[") else 2
-    spark = spark_session(master, shuffle_partitions=per_core * cores)
+    spark = spark_session(master, shuffle_partitions=per_core * cores, conf=conf)
     out = []
     try:
         trace = load_traces(spark, [path], protocol="synth")
@@ -216,7 +229,47 @@ def _line(events: int, s: Sample) -> str:
     return f"{line}  violations {s.violations}"
 
 
+def _cores(master: str) -> int:
+    return int(master[6:-1]) if master.startswith("local[") and master[6:-1].isdigit() else 0
+
+
+def spark_in_child(
+    path: Path,
+    master: str,
+    per_core: int,
+    repeat: int,
+    certify: bool,
+    pin: bool,
+    conf: dict[str, str] | None = None,
+) -> list[Sample]:
+    """:func:`spark_suite` in a fresh Python process, so that each master starts a
+    cold JVM; with ``pin`` (Linux), the process and its JVM may run on as many CPUs as
+    the master has task slots, so that ``local[1]`` gets one core, JIT and GC
+    included, and ``local[2]`` two."""
+    cmd = [sys.executable, __file__, "--child", str(path), master, str(per_core)]
+    cmd += [str(repeat), "1" if certify else "0", json.dumps(conf or {})]
+    cpus = sorted(os.sched_getaffinity(0))[: _cores(master)] if pin else []
+
+    def restrict() -> None:
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+
+    done = subprocess.run(cmd, preexec_fn=restrict, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{master}: the suite failed\n{done.stderr[-2000:]}")
+    rows = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+    return [Sample(**json.loads(ln)) for ln in rows]
+
+
 def main() -> None:
+    if len(sys.argv) == 8 and sys.argv[1] == "--child":
+        path, master, per_core, repeat, certify, conf = sys.argv[2:]
+        samples = spark_suite(
+            Path(path), master, int(per_core), int(repeat), certify == "1", json.loads(conf)
+        )
+        for sample in samples:
+            print(json.dumps(sample._asdict()), flush=True)
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
     ap.add_argument("--masters", nargs="+", default=["local[1]", "local[2]"])
@@ -235,7 +288,27 @@ def main() -> None:
         action="store_true",
         help="also time the exact checks alone (no certificate) per master",
     )
+    ap.add_argument(
+        "--pin",
+        action="store_true",
+        help="run local[N] on N CPUs only (JIT and GC threads included; Linux)",
+    )
+    ap.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting for every master (repeatable); with --compare, the "
+        "settings of a second configuration timed after the first",
+    )
+    ap.add_argument(
+        "--compare",
+        action="store_true",
+        help="time each master twice, without and with the --conf settings",
+    )
     args = ap.parse_args()
+    conf = dict(kv.split("=", 1) for kv in args.conf)
+    confs = [("", {}), (" +conf", conf)] if args.compare else [("", conf)]
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
             path = Path(tmp) / f"trace-{size}.parquet"
@@ -243,16 +316,19 @@ def main() -> None:
             if not args.no_pandas:
                 sample = measured(os.getpid(), functools.partial(pandas_total_order, path))
                 print(f"{n:>10} events  pandas total_order  {_line(n, sample)}", flush=True)
-            for master in args.masters:
-                for certify in (True, False) if args.exact else (True,):
-                    runs = spark_suite(path, master, args.shuffle_per_core, args.repeat, certify)
-                    label = "all properties" if certify else "exact checks  "
-                    for k, sample in enumerate(runs):
-                        print(
-                            f"{n:>10} events  spark {master:9} {label} "
-                            f"{'cold' if k == 0 else 'warm'}  {_line(n, sample)}",
-                            flush=True,
-                        )
+            for master, certify, (tag, settings) in itertools.product(
+                args.masters, (True, False) if args.exact else (True,), confs
+            ):
+                runs = spark_in_child(
+                    path, master, args.shuffle_per_core, args.repeat, certify, args.pin, settings
+                )
+                label = ("all properties" if certify else "exact checks  ") + tag
+                for k, sample in enumerate(runs):
+                    print(
+                        f"{n:>10} events  spark {master:9} {label} "
+                        f"{'cold' if k == 0 else 'warm'}  {_line(n, sample)}",
+                        flush=True,
+                    )
 
 
 if __name__ == "__main__":
