@@ -256,7 +256,7 @@ class CheckContext:
         deliver = kind == "deliver"
         tags = [*KINDS, *(f"deliver:{o}" for o in KNOWN_ORDERS), "token_state", "_other"]
         bit = {tag: F.lit(1 << n) for n, tag in enumerate(tags)}
-        kinds = F.when(deliver, bit["deliver"])
+        kinds = F.when(kind == KINDS[0], bit[KINDS[0]])  # deliver first: the most rows
         for k in KINDS[1:]:
             kinds = kinds.when(kind == k, bit[k])
         orders = F.when(F.col("order").isNull(), 0)
