@@ -238,18 +238,18 @@ class CheckContext:
         """Per run (one small dict a run): protocol, the kinds of input it has (of
         :data:`KINDS`, ``deliver:<order>`` and ``token_state`` as well), its last time
         ``tmax`` and ``regular``, the most regular configurations one node installed."""
-        return self._cached("run_info", self._build_run_info)
+        return self._cached("inventory", self._build_inventory)[0]  # type: ignore[no-any-return]
 
     @property
     def run_nodes(self) -> list[NodeInfo]:
         """Per (run, node) of the trace: its protocol, deliveries and range of ``i``."""
-        self.run_info  # noqa: B018 - computed by the same job
-        return self._cache["run_nodes"]  # type: ignore[no-any-return]
+        return self._cached("inventory", self._build_inventory)[1]  # type: ignore[no-any-return]
 
-    def _build_run_info(self) -> list[dict[str, Any]]:
-        """One job: a hash aggregation per (run, protocol, node) with numeric
-        aggregates only (a collected set or a string maximum would make Spark sort
-        every row), the tags as one bit set; per run, merged on the driver."""
+    def _build_inventory(self) -> tuple[list[dict[str, Any]], list[NodeInfo]]:
+        """:attr:`run_info` and :attr:`run_nodes` from one job: a hash aggregation per
+        (run, protocol, node) with numeric aggregates only (a collected set or a string
+        maximum would make Spark sort every row), the tags as one bit set; per run,
+        merged on the driver."""
         from pyspark.sql import functions as F
 
         kind = F.col("kind")
@@ -286,7 +286,6 @@ class CheckContext:
             NodeInfo(r.run, r.protocol, r.node, int(r.deliveries), int(r.imin), int(r.imax))
             for r in per_node
         ]
-        self._cache["run_nodes"] = nodes
         runs: dict[str, dict[str, Any]] = {}
         for r in per_node:
             info = runs.setdefault(
@@ -309,7 +308,7 @@ class CheckContext:
             info["tags"] = {t for n, t in enumerate(tags) if bits_ >> n & 1 and t != "_other"}
             info["tags"] |= {f"deliver:{o}" for o in others.get(run, ())}
             out.append(info)
-        return out
+        return out, nodes
 
     def run_ends(self) -> DataFrame:
         """(run, tmax): the last time of each run, as a small DataFrame."""
