@@ -3,7 +3,7 @@
 
     python bench/lab_check.py [--sizes 1000000 10000000] [--masters local[1] local[2]]
         [--shuffle-per-core 1] [--no-pandas] [--repeat R] [--exact] [--pin]
-        [--conf KEY=VALUE ...] [--compare]
+        [--conf KEY=VALUE ...] [--compare] [--traces DIR ...]
 
 Each master runs in a fresh process (a cold JVM); ``--pin`` restricts it to as many
 CPUs as it has task slots.
@@ -14,6 +14,10 @@ every check does its full work). Prints one line per measurement: events, engine
 seconds, trace events per second, and (Linux) the CPU seconds the engine's process
 used and the share of the machine's CPU time stolen by its hypervisor meanwhile: on a
 shared virtual machine, events per CPU second compare engines where wall time cannot.
+
+``--traces DIR ...`` times the suite on trace directories instead (for example the
+``traces`` of ``ringcast lab run``), with each run's own protocol and its claims: there
+most runs have faults, so the exact checks do most of the work.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from ringcast.trace.schema import SCHEMA
@@ -306,14 +311,26 @@ def main() -> None:
         action="store_true",
         help="time each master twice, without and with the --conf settings",
     )
+    ap.add_argument(
+        "--traces",
+        type=Path,
+        nargs="+",
+        default=[],
+        metavar="DIR",
+        help="time the suite on these trace directories instead of synthetic traces",
+    )
     args = ap.parse_args()
     conf = dict(kv.split("=", 1) for kv in args.conf)
     confs = [("", {}), (" +conf", conf)] if args.compare else [("", conf)]
     with tempfile.TemporaryDirectory() as tmp:
-        for size in args.sizes:
-            path = Path(tmp) / f"trace-{size}.parquet"
-            n = make_trace(size, path)
-            if not args.no_pandas:
+        inputs: list[tuple[Path, int | None]] = [(d, None) for d in args.traces]
+        inputs += [] if args.traces else [(Path(tmp) / f"trace-{s}.parquet", s) for s in args.sizes]
+        for path, size in inputs:
+            if size is None:
+                n = ds.dataset(path, format="parquet", partitioning="hive").count_rows()
+            else:
+                n = make_trace(size, path)
+            if not args.no_pandas and size is not None:
                 sample = measured(os.getpid(), functools.partial(pandas_total_order, path))
                 print(f"{n:>10} events  pandas total_order  {_line(n, sample)}", flush=True)
             for master, certify, (tag, settings) in itertools.product(

@@ -33,10 +33,13 @@ same for its first delivery, from the per-node delivery counts) is the label. Th
 layout is planned on the driver from :attr:`~ringcast.lab.checks.context.CheckContext.
 run_nodes`; a run it cannot lay out (``i`` outside ``[0, 2**36)``) fails up front.
 
-The certificate covers protocols whose total order is scoped to the run
-(:data:`~ringcast.lab.properties.ORDER_SCOPE`); runs of view-scoped protocols (Totem)
-always take the exact path. Everything is built-in Spark SQL: one shuffle, one sort on
-one long, hash aggregations, one small window per sender.
+The certificate covers every protocol. Condition 1 gives one order over all of a run's
+deliveries, whatever their delivery order or configuration, so it also proves total
+order where it is scoped to a configuration
+(:data:`~ringcast.lab.properties.ORDER_SCOPE`, Totem): the deliveries made in one
+configuration are a subset. fifo and integrity are scoped to the run for every
+protocol. Everything is built-in Spark SQL: one shuffle, one sort on one long, hash
+aggregations, one small window per sender.
 """
 
 from __future__ import annotations
@@ -46,7 +49,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ringcast.lab.checks.context import NodeInfo, msg_counter, msg_sender
-from ringcast.lab.properties import ORDER_SCOPE
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -66,11 +68,6 @@ ROWS_PER_PARTITION = 200_000
 """Deliveries per partition at most: the per-message aggregation of one partition then
 fits the small first-level hash map Spark generates (2**16 keys) instead of spilling
 over into the general one, about twice as slow."""
-
-
-def certifiable(protocol: str) -> bool:
-    """Whether runs of ``protocol`` can be certified (total order scoped to the run)."""
-    return ORDER_SCOPE.get(protocol, "run") == "run"
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ringcast.lab.checks.certify import CERTIFIED, certifiable, failed_runs, plan_layout
+from ringcast.lab.checks.certify import CERTIFIED, failed_runs, plan_layout
 from ringcast.lab.checks.context import VIOLATION_COLUMNS, CheckContext
 from ringcast.lab.properties import PROPERTIES, claims
 
@@ -173,9 +173,9 @@ def _certified(
     ctx: CheckContext, plans: list[tuple[str, PropertyResult, frozenset[str], list[str]]]
 ) -> set[str]:
     """The runs the certificate proves total_order, fifo and integrity for, among those
-    of certifiable protocols that one of these properties is checked on."""
+    that one of these properties is checked on."""
     wanted = {r for name, _res, _act, runs in plans if name in CERTIFIED for r in runs}
-    nodes = [n for n in ctx.run_nodes if n.run in wanted and certifiable(n.protocol)]
+    nodes = [n for n in ctx.run_nodes if n.run in wanted]
     if not nodes:
         return set()
     spark = ctx.trace.sparkSession
