@@ -323,8 +323,8 @@ def main() -> None:
     conf = dict(kv.split("=", 1) for kv in args.conf)
     confs = [("", {}), (" +conf", conf)] if args.compare else [("", conf)]
     with tempfile.TemporaryDirectory() as tmp:
-        inputs: list[tuple[Path, int | None]] = [(d, None) for d in args.traces]
-        inputs += [] if args.traces else [(Path(tmp) / f"trace-{s}.parquet", s) for s in args.sizes]
+        synthetic = [(Path(tmp) / f"trace-{s}.parquet", s) for s in args.sizes]
+        inputs: list[tuple[Path, int | None]] = [(d, None) for d in args.traces] or synthetic
         for path, size in inputs:
             if size is None:
                 n = ds.dataset(path, format="parquet", partitioning="hive").count_rows()
