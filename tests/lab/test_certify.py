@@ -122,17 +122,16 @@ def test_certificate_fails_exactly_the_irregular_runs(shapes: Any, partitions: i
 
 
 def test_labels_count_from_zero_per_node(shapes: Any) -> None:
-    """Every (run, node) of one partition gets its own slot and, as base, the partition's
-    row index of its first delivery: the deliveries of the nodes before it."""
+    """Every (run, node) of one partition gets as slot the partition's row index of its
+    first delivery: the deliveries of the nodes before it; its base adds the
+    partition's index."""
     nodes = CheckContext(shapes).run_nodes
     layout = plan_layout(shapes.sparkSession, nodes, 1)
     assert not layout.excluded
     delivered = {(n.run, n.node): n.deliveries for n in nodes}
-    groups = sorted(layout.groups, key=lambda g: g[3])
-    assert [g[3] for g in groups] == list(range(len(groups)))
     offset = 0
-    for run, node, _rid, _slot, base in groups:
-        assert base == offset
+    for run, node, _rid, slot, base in sorted(layout.groups, key=lambda g: (g[3], g[2], g[1])):
+        assert slot == base == offset
         offset += delivered[(run, node)]
 
 
@@ -144,7 +143,7 @@ def test_runs_the_layout_cannot_hold_fail(spark: Any, monkeypatch: Any) -> None:
         if r["run"] == "huge" and r["node"] == "B":
             r["i"] += 1 << certify.I_BITS
     frame = _frame(spark, rows, RUN_SCOPED)
-    monkeypatch.setattr(certify, "SLOT_BITS", 2)  # one run of 4 nodes per partition
+    monkeypatch.setattr(certify, "SLOT_BITS", 6)  # one run's 48 deliveries per partition
     assert _failed(frame, 1) == {"huge", "crowded"}
     monkeypatch.undo()
     assert _failed(frame, 1) == {"huge"}
