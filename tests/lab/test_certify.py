@@ -205,26 +205,3 @@ def test_view_scoped_protocols_are_certified_too(spark: Any) -> None:
     assert results["total_order"].status == "violated"
     assert {c["run"] for c in results["total_order"].counterexamples} == {"bad"}
     assert results["integrity"].status == "holds"
-
-
-def test_counters_beyond_the_packed_bits_fail_their_run(spark: Any) -> None:
-    """A counter of 2**31 or more does not fit the sender-counter long: its run takes
-    the exact path (where fifo still orders it) instead of being certified."""
-    rows = steady("clean") + steady("big")
-    for r in rows:
-        if r["run"] == "big" and r["msg"] == "A:1":
-            r["msg"] = f"A:{1 << certify.COUNTER_BITS}"
-    frame = _frame(spark, rows, RUN_SCOPED)
-    assert _failed(frame, 1) == {"big"}
-
-
-def test_merged_messages_fail_rather_than_pass(shapes: Any, monkeypatch: Any) -> None:
-    """With every message id hashed alike (the worst collision), distinct messages that
-    one node delivered get distinct labels: every run fails, none is wrongly proved."""
-    from pyspark.sql import functions as F
-
-    monkeypatch.setattr(
-        certify, "message_hash", lambda: [F.lit(0).cast("long").alias("h1"), F.lit(0).alias("h2")]
-    )
-    runs = {n.run for n in CheckContext(shapes).run_nodes}
-    assert _failed(shapes, 2) == runs

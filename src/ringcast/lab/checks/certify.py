@@ -13,9 +13,8 @@ certified when:
    message twice, since its labels are distinct (integrity's first half);
 2. **every delivered message has a submit row** in its run (integrity's second half);
 3. **senders' counters follow the labels**: per sender (parsed from ``sender:counter``
-   as :mod:`~ringcast.lab.checks.fifo` does, from the submit rows), a smaller counter
-   always has a smaller label, and the submits of a message agree on its sender and
-   counter. Every node delivers in label order, so in counter order per sender (fifo).
+   as :mod:`~ringcast.lab.checks.fifo` does), a smaller counter always has a smaller
+   label. Every node delivers in label order, so in counter order per sender (fifo).
 
 Each condition is sufficient, not necessary: a run that fails one (a node that missed
 a message, joined late or delivered a duplicate) is not in violation for that; the
@@ -31,18 +30,10 @@ each delivery the sort key ``slot << 36 | i``: one long, which Spark sorts with 
 radix sort. After one shuffle by run and that sort, a (run, node)'s deliveries lie
 contiguous and in event order from row ``slot`` on, so the row's index in its
 partition (the low bits of ``monotonically_increasing_id()``) minus the key's high
-bits is the label. The layout is planned on the driver from
-:attr:`~ringcast.lab.checks.context.CheckContext.run_nodes`; a run it cannot lay out
-(``i`` outside ``[0, 2**36)``, or deliveries beyond the slots' bits) fails up front.
-
-**No string crosses the shuffle.** A message is named by two hashes of its id of
-different families (:func:`message_hash`, 96 bits) and a submit carries its sender and
-counter as one long (:func:`sender_counter`), so the shuffle moves and the aggregations
-hash longs. Two messages of one run with equal hashes are taken for one; that can
-certify a run wrongly only if a never-submitted message shares all 96 bits with a
-submitted one of its run and is delivered at exactly its label by other nodes
-(``docs/lab.md`` works through the cases): below 10**-17 for a run of a million
-messages.
+bits is the label: nothing but the key has to cross the shuffle for it. The layout is
+planned on the driver from :attr:`~ringcast.lab.checks.context.CheckContext.run_nodes`;
+a run it cannot lay out (``i`` outside ``[0, 2**36)``, or deliveries beyond the slots'
+bits) fails up front.
 
 The certificate covers every protocol. Condition 1 gives one order over all of a run's
 deliveries, whatever their delivery order or configuration, so it also proves total
@@ -50,7 +41,7 @@ order where it is scoped to a configuration
 (:data:`~ringcast.lab.properties.ORDER_SCOPE`, Totem): the deliveries made in one
 configuration are a subset. fifo and integrity are scoped to the run for every
 protocol. Everything is built-in Spark SQL: one shuffle, one sort on one long, hash
-aggregations on longs, one window over the messages.
+aggregations, one small window per sender.
 """
 
 from __future__ import annotations
@@ -62,7 +53,7 @@ from typing import TYPE_CHECKING
 from ringcast.lab.checks.context import NodeInfo, msg_counter, msg_sender
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 CERTIFIED = ("total_order", "fifo", "integrity")
 """The properties a certificate proves."""
@@ -70,13 +61,9 @@ CERTIFIED = ("total_order", "fifo", "integrity")
 I_BITS = 36
 """The sort key's low bits hold ``i``: a run whose ``i`` leaves ``[0, 2**36)`` fails."""
 SLOT_BITS = 63 - I_BITS
-"""The sort key's high bits hold the (run, node)'s slot in its partition."""
+"""The sort key's high bits hold the (run, node)'s slot: a row index in its partition."""
 ROW_BITS = 33
 """``monotonically_increasing_id()`` is the partition index ``<< 33`` plus the row."""
-COUNTER_BITS = 31
-"""A counter of a message id must fit these bits for the certificate (else its run fails)."""
-OVERFLOW = (1 << 63) - 1
-"""The sender-counter value of a counter beyond :data:`COUNTER_BITS`."""
 LAST = (1 << 63) - 1
 """The sort key of submits: after every delivery, so they do not shift the labels."""
 ROWS_PER_PARTITION = 200_000
@@ -142,12 +129,7 @@ def plan_layout(spark: SparkSession, nodes: Iterable[NodeInfo], partitions: int)
 def failed_runs(trace: DataFrame, layout: Layout) -> set[str]:
     """The runs of ``layout`` whose deliveries fail the certificate (or that it could
     not lay out). ``trace`` has the trace columns; every other run of ``layout`` is
-    certified for :data:`CERTIFIED`.
-
-    No string crosses the shuffle: a row's (run, node) becomes its run's ``rid`` and
-    its sort key, a message id its :func:`message_hash`, and a submit's sender and
-    counter one :func:`sender_counter`; the aggregations hash longs only.
-    """
+    certified for :data:`CERTIFIED`."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -155,7 +137,7 @@ def failed_runs(trace: DataFrame, layout: Layout) -> set[str]:
         return set(layout.excluded)
     spark = trace.sparkSession
     groups = spark.createDataFrame(
-        layout.groups, "run string, node string, rid long, slot long, base long"
+        [g[:4] for g in layout.groups], "run string, node string, rid long, slot long"
     )
     kind = F.col("kind")
     delivered = F.col("delivered")
@@ -167,66 +149,53 @@ def failed_runs(trace: DataFrame, layout: Layout) -> set[str]:
         trace.filter(kind.isin("deliver", "submit"))
         .select("run", "node", "i", "msg", (kind == "deliver").alias("delivered"))
         .join(F.broadcast(groups), ["run", "node"])  # also keeps just the layout's runs
-        .select(
-            "rid",
-            *message_hash(),
-            F.when(~delivered, sender_counter()).alias("sc"),
-            key.alias("key"),
-        )
+        .select("rid", "msg", key.alias("key"))
         .repartition(layout.partitions, "rid")
         .sortWithinPartitions("key")
         # right after the sort, the id counts the rows in sorted order; a (run, node)'s
         # first delivery lands on the row index that is its slot, the key's high bits
         .select(
             "rid",
-            "h1",
-            "h2",
-            "sc",
+            "msg",
             (F.col("key") != LAST).alias("delivered"),
             (in_partition - F.shiftright("key", I_BITS)).alias("label"),
         )
     )
-    # conditions 1 and 2 per message; its submits' sender and counter must agree
-    per_msg = labelled.groupBy("rid", "h1", "h2").agg(
+    per_msg = labelled.groupBy("rid", "msg").agg(
         F.min(F.when(delivered, F.col("label"))).alias("lo"),
         F.max(F.when(delivered, F.col("label"))).alias("hi"),
         F.max((~delivered).cast("int")).alias("sent"),
-        F.min("sc").alias("sc"),
-        F.max("sc").alias("sc_hi"),
     )
-    bad = (F.col("lo") != F.col("hi")) | (F.col("sent") == 0) | (F.col("sc") != F.col("sc_hi"))
-    # condition 3: in (sender, counter) order the labels grow within each sender. One
-    # chain, no branch: Spark would compute a shared input once per branch.
-    w = Window.partitionBy("rid").orderBy("sc")
-    prev = F.lag(F.struct(F.col("sc").alias("sc"), F.col("hi").alias("hi"))).over(w)
-    same_sender = F.shiftright("prev.sc", COUNTER_BITS) == F.shiftright("sc", COUNTER_BITS)
-    failed = (
+    # condition 1 and 2 per message, condition 3 per (run, sender, counter): the label
+    # range of the counter must lie wholly above the previous counter's (equal counters
+    # of distinct messages: fifo ignores their mutual order, so they share one range).
+    # One chain, no branch: Spark would compute a shared input once per branch.
+    bad = (F.col("lo") != F.col("hi")) | (F.col("sent") == 0)
+    sender, counter = msg_sender(), msg_counter()
+    per_counter = (
         per_msg.filter(F.col("lo").isNotNull())
-        .withColumn("prev", prev)
-        .filter(bad | (F.col("sc") == OVERFLOW) | (same_sender & (F.col("prev.hi") >= F.col("lo"))))
+        .groupBy("rid", sender.alias("sender"), counter.alias("counter"))
+        .agg(
+            F.min("lo").alias("lo"),
+            F.max("lo").alias("hi"),
+            F.max(bad.cast("int")).alias("bad"),
+        )
+    )
+    w = Window.partitionBy("rid", "sender").orderBy("counter")
+    failed = (
+        per_counter.withColumn("prev_hi", F.lag("hi").over(w))
+        .withColumn("prev_counter", F.lag("counter").over(w))
+        .filter(
+            (F.col("bad") == 1)
+            | (
+                F.col("counter").isNotNull()
+                & F.col("prev_counter").isNotNull()
+                & (F.col("prev_hi") >= F.col("lo"))
+            )
+        )
         .select("rid")
         .distinct()
         .collect()
     )
     runs = {rid: run for run, _node, rid, _slot, _base in layout.groups}
     return {runs[r.rid] for r in failed} | set(layout.excluded)
-
-
-def message_hash() -> list[Column]:
-    """A message id as two hashes, ``h1`` (64 bits) and ``h2`` (32 bits), of different
-    families: the certificate's name for a message (see the module docstring)."""
-    from pyspark.sql import functions as F
-
-    return [F.xxhash64("msg").alias("h1"), F.hash("msg").alias("h2")]
-
-
-def sender_counter() -> Column:
-    """The sender and counter of a ``sender:counter`` id as one long: the sender's
-    32-bit hash above a counter of :data:`COUNTER_BITS` bits (null without a counter,
-    :data:`OVERFLOW` for a counter too large). Two senders with one hash are ordered
-    together, which can only fail a run, never pass one."""
-    from pyspark.sql import functions as F
-
-    counter = msg_counter()
-    packed = F.shiftleft(F.hash(msg_sender()).cast("long"), COUNTER_BITS).bitwiseOR(counter)
-    return F.when(counter >= 1 << COUNTER_BITS, F.lit(OVERFLOW)).otherwise(packed)
