@@ -43,13 +43,14 @@ def test_single_token_ignores_an_unconfirmed_copy(spark: Any) -> None:
     assert {tuple(sorted(c["nodes"])) for c in result.counterexamples} == {("A", "B")}
 
 
-def _final_views(run: str, ids: dict[str, str]) -> list[dict[str, Any]]:
+def _final_views(
+    run: str, ids: dict[str, str], members: dict[str, list[str]] | None = None
+) -> list[dict[str, Any]]:
     rows = clean_trace(run)
     for node, view in ids.items():
+        listed = (members or {}).get(node, ["A", "B", "C"])
         rows.append(
-            _row(
-                run, node, 1900 * MS, "view", view=view, members=["A", "B", "C"], transitional=False
-            )
+            _row(run, node, 1900 * MS, "view", view=view, members=listed, transitional=False)
         )
     return rows
 
@@ -60,6 +61,20 @@ def test_convergence_on_members_where_the_protocol_says_so(spark: Any) -> None:
     assert _check(spark, rows, "raincore", "convergence").status == HOLDS
     # For Totem two ring ids are two rings, even with the same members.
     result = _check(spark, rows, "totem", "convergence")
+    assert result.status == VIOLATED
+    assert "different configurations" in result.counterexamples[0]["note"]
+
+
+def test_convergence_compares_member_sets_not_lists(spark: Any) -> None:
+    """One configuration listed in other orders at each node is still one: the final
+    configurations are compared as canonical strings (a regression: comparing the
+    arrays themselves once split one configuration in two)."""
+    orders = {"A": ["C", "B", "A"], "B": ["B", "C", "A"], "C": ["C", "B", "A"]}
+    rows = _final_views("perm", {"A": "5", "B": "5", "C": "5"}, orders)
+    for protocol in ("raincore", "totem"):
+        assert _check(spark, rows, protocol, "convergence").status == HOLDS, protocol
+    short = _final_views("short", {"A": "5", "B": "5", "C": "5"}, {"C": ["C", "A"]})
+    result = _check(spark, short, "totem", "convergence")
     assert result.status == VIOLATED
     assert "different configurations" in result.counterexamples[0]["note"]
 
