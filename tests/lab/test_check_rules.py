@@ -108,3 +108,16 @@ def test_message_ids_parse_into_sender_and_counter(spark: Any) -> None:
         ).collect()
     }
     assert got == cases
+
+
+def test_checks_restore_the_sessions_adaptive_setting(spark: Any) -> None:
+    """Adaptive query execution is off while the checks run, and the session's own
+    setting comes back afterwards, whatever it was."""
+    from ringcast.lab.checks.runner import ADAPTIVE
+
+    rows = clean_trace("aqe")
+    for before in ("true", "false"):
+        spark.conf.set(ADAPTIVE, before)
+        assert _check(spark, rows, "raincore", "view_agreement").status == HOLDS
+        assert spark.conf.get(ADAPTIVE) == before
+    spark.conf.unset(ADAPTIVE)

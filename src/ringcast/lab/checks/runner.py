@@ -18,6 +18,12 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 HOLDS, VIOLATED, NOT_APPLICABLE = "holds", "violated", "not applicable"
+ADAPTIVE = "spark.sql.adaptive.enabled"
+"""Adaptive query execution is off while the checks run: their shuffles are sized by
+hand (by run, or a handful of partitions), every small side of a join is broadcast on
+purpose, and re-planning after each of the few hundred stages of a check costs more
+than it finds (measured side by side in ``docs/benchmarks.md``). The session's own
+setting is restored afterwards."""
 READS_DELIVERIES = ("total_order", "integrity", "fifo", "virtual_synchrony", "safe_delivery")
 """The checks that read ``deliver`` or ``submit`` rows."""
 
@@ -64,7 +70,8 @@ def run_checks(
     other runs go through their exact checks (``certify=False``: every run does). The
     deliveries of a run are read by the exact checks only when one of them needs it.
 
-    The annotated trace is computed and held in memory once; the violations of every
+    Adaptive query execution is off meanwhile (:data:`ADAPTIVE`). The annotated trace
+    is computed and held in memory once; the violations of every
     property are then counted in one Spark job and their counterexamples collected in
     one more (none when every property holds).
     """
@@ -81,6 +88,9 @@ def run_checks(
         safe_grace=safe_grace,
     )
     sc = trace.sparkSession.sparkContext
+    conf = trace.sparkSession.conf
+    adaptive = conf.get(ADAPTIVE, None)
+    conf.set(ADAPTIVE, "false")
     try:
         with _phase(sc, "ringcast check: runs and their inputs"):
             info = ctx.run_info
@@ -127,6 +137,10 @@ def run_checks(
         return results
     finally:
         ctx.close()
+        if adaptive is None:
+            conf.unset(ADAPTIVE)
+        else:
+            conf.set(ADAPTIVE, adaptive)
 
 
 @contextmanager
