@@ -123,15 +123,14 @@ def test_certificate_fails_exactly_the_irregular_runs(shapes: Any, partitions: i
 
 def test_labels_count_from_zero_per_node(shapes: Any) -> None:
     """Every (run, node) of one partition gets as slot the partition's row index of its
-    first delivery: the deliveries of the nodes before it; its base adds the
-    partition's index."""
+    first delivery: the deliveries of the nodes laid out before it."""
     nodes = CheckContext(shapes).run_nodes
     layout = plan_layout(shapes.sparkSession, nodes, 1)
     assert not layout.excluded
     delivered = {(n.run, n.node): n.deliveries for n in nodes}
     offset = 0
-    for run, node, _rid, slot, base in sorted(layout.groups, key=lambda g: (g[3], g[2], g[1])):
-        assert slot == base == offset
+    for run, node, _rid, slot in layout.groups:
+        assert slot == offset
         offset += delivered[(run, node)]
 
 

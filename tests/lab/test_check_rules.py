@@ -110,14 +110,23 @@ def test_message_ids_parse_into_sender_and_counter(spark: Any) -> None:
     assert got == cases
 
 
-def test_checks_restore_the_sessions_adaptive_setting(spark: Any) -> None:
-    """Adaptive query execution is off while the checks run, and the session's own
-    setting comes back afterwards, whatever it was."""
-    from ringcast.lab.checks.runner import ADAPTIVE
+def test_checks_run_without_adaptive_execution_and_restore_it(spark: Any, monkeypatch: Any) -> None:
+    """Adaptive query execution is off while the checks run (seen from the violation
+    count), and the session's own setting comes back afterwards, whatever it was."""
+    from ringcast.lab.checks import runner
 
+    seen: list[str] = []
+    count = runner._count
+
+    def spy(ctx: Any, *args: Any) -> None:
+        seen.append(ctx.trace.sparkSession.conf.get(runner.ADAPTIVE))
+        count(ctx, *args)
+
+    monkeypatch.setattr(runner, "_count", spy)
     rows = clean_trace("aqe")
     for before in ("true", "false"):
-        spark.conf.set(ADAPTIVE, before)
+        spark.conf.set(runner.ADAPTIVE, before)
         assert _check(spark, rows, "raincore", "view_agreement").status == HOLDS
-        assert spark.conf.get(ADAPTIVE) == before
-    spark.conf.unset(ADAPTIVE)
+        assert spark.conf.get(runner.ADAPTIVE) == before
+    spark.conf.unset(runner.ADAPTIVE)
+    assert seen == ["false", "false"]

@@ -75,11 +75,9 @@ over into the general one, about twice as slow."""
 @dataclass(frozen=True)
 class Layout:
     """Where each (run, node)'s deliveries land: ``groups`` rows are (run, node, rid,
-    slot, base), ``base`` the ``monotonically_increasing_id()`` its first delivery will
-    get (its partition's index ``<< 33`` plus ``slot``); ``excluded`` runs cannot be
-    laid out and fail the certificate."""
+    slot); ``excluded`` runs cannot be laid out and fail the certificate."""
 
-    groups: list[tuple[str, str, int, int, int]]
+    groups: list[tuple[str, str, int, int]]
     excluded: frozenset[str]
     partitions: int
 
@@ -111,8 +109,8 @@ def plan_layout(spark: SparkSession, nodes: Iterable[NodeInfo], partitions: int)
     by_partition: dict[int, list[int]] = {}
     for rid in range(len(runs)):
         by_partition.setdefault(int(where[rid]), []).append(rid)
-    groups: list[tuple[str, str, int, int, int]] = []
-    for p, members in by_partition.items():
+    groups: list[tuple[str, str, int, int]] = []
+    for members in by_partition.values():
         offset = 0
         for rid in members:
             run = runs[rid]
@@ -121,7 +119,7 @@ def plan_layout(spark: SparkSession, nodes: Iterable[NodeInfo], partitions: int)
                 excluded.add(run)
                 continue
             for n in ns:
-                groups.append((run, n.node, rid, offset, (p << ROW_BITS) + offset))
+                groups.append((run, n.node, rid, offset))
                 offset += n.deliveries
     return Layout(groups, frozenset(excluded), partitions)
 
@@ -136,9 +134,7 @@ def failed_runs(trace: DataFrame, layout: Layout) -> set[str]:
     if not layout.groups:
         return set(layout.excluded)
     spark = trace.sparkSession
-    groups = spark.createDataFrame(
-        [g[:4] for g in layout.groups], "run string, node string, rid long, slot long"
-    )
+    groups = spark.createDataFrame(layout.groups, "run string, node string, rid long, slot long")
     kind = F.col("kind")
     delivered = F.col("delivered")
     key = F.when(delivered, F.shiftleft("slot", I_BITS).bitwiseOR(F.col("i"))).otherwise(
@@ -197,5 +193,5 @@ def failed_runs(trace: DataFrame, layout: Layout) -> set[str]:
         .distinct()
         .collect()
     )
-    runs = {rid: run for run, _node, rid, _slot, _base in layout.groups}
+    runs = {rid: run for run, _node, rid, _slot in layout.groups}
     return {runs[r.rid] for r in failed} | set(layout.excluded)

@@ -6,7 +6,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -88,10 +88,7 @@ def run_checks(
         safe_grace=safe_grace,
     )
     sc = trace.sparkSession.sparkContext
-    conf = trace.sparkSession.conf
-    adaptive = conf.get(ADAPTIVE, None)
-    conf.set(ADAPTIVE, "false")
-    try:
+    with _adaptive_off(trace.sparkSession.conf), closing(ctx):
         with _phase(sc, "ringcast check: runs and their inputs"):
             info = ctx.run_info
         # token rows are only needed for the protocols single_token is applied to
@@ -135,12 +132,20 @@ def run_checks(
             with _phase(sc, "ringcast check: count violations of every property"):
                 _count(ctx, results, frames, scopes, examples)
         return results
+
+
+@contextmanager
+def _adaptive_off(conf: Any) -> Iterator[None]:
+    """Switch :data:`ADAPTIVE` off for the block, then restore the session's setting."""
+    before = conf.get(ADAPTIVE, None)
+    conf.set(ADAPTIVE, "false")
+    try:
+        yield
     finally:
-        ctx.close()
-        if adaptive is None:
+        if before is None:
             conf.unset(ADAPTIVE)
         else:
-            conf.set(ADAPTIVE, adaptive)
+            conf.set(ADAPTIVE, before)
 
 
 @contextmanager
