@@ -3,7 +3,7 @@
 
     python bench/lab_check.py [--sizes 1000000 10000000] [--masters local[1] local[2]]
         [--shuffle-per-core 1] [--no-pandas] [--repeat R] [--exact] [--pin]
-        [--conf KEY=VALUE ...] [--compare] [--traces DIR ...]
+        [--conf KEY=VALUE ...] [--compare] [--traces DIR ...] [--ceiling]
 
 Each master runs in a fresh process (a cold JVM); ``--pin`` restricts it to as many
 CPUs as it has task slots.
@@ -14,6 +14,12 @@ every check does its full work). Prints one line per measurement: events, engine
 seconds, trace events per second, and (Linux) the CPU seconds the engine's process
 used and the share of the machine's CPU time stolen by its hypervisor meanwhile: on a
 shared virtual machine, events per CPU second compare engines where wall time cannot.
+
+``--ceiling`` also runs two ``local[1]`` suites at once, each pinned to a CPU of its
+own: two independent copies of the one-core work, with nothing shared but the machine.
+Their times against ``local[1]`` alone are the speed-up this machine allows from one
+core to two (on a virtual machine whose cores share caches, memory bandwidth and a
+hypervisor, less than 2x); ``local[2]`` is measured against that ceiling.
 
 ``--traces DIR ...`` times the suite on trace directories instead (for example the
 ``traces`` of ``ringcast lab run``), with each run's own protocol and its claims: there
@@ -246,14 +252,16 @@ def spark_in_child(
     certify: bool,
     pin: bool,
     conf: dict[str, str] | None = None,
+    cpus: list[int] | None = None,
 ) -> list[Sample]:
     """:func:`spark_suite` in a fresh Python process, so that each master starts a
     cold JVM; with ``pin`` (Linux), the process and its JVM may run on as many CPUs as
     the master has task slots, so that ``local[1]`` gets one core, JIT and GC
-    included, and ``local[2]`` two."""
+    included, and ``local[2]`` two; ``cpus`` names them instead."""
     cmd = [sys.executable, __file__, "--child", str(path), master, str(per_core)]
     cmd += [str(repeat), "1" if certify else "0", json.dumps(conf or {})]
-    cpus = sorted(os.sched_getaffinity(0))[: _cores(master)] if pin else []
+    if cpus is None:
+        cpus = sorted(os.sched_getaffinity(0))[: _cores(master)] if pin else []
 
     def restrict() -> None:
         if cpus:
@@ -319,6 +327,12 @@ def main() -> None:
         metavar="DIR",
         help="time the suite on these trace directories instead of synthetic traces",
     )
+    ap.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="also run two local[1] suites at once, one per CPU (Linux): the speed-up "
+        "the machine itself allows from one core to two",
+    )
     args = ap.parse_args()
     conf = dict(kv.split("=", 1) for kv in args.conf)
     confs = [("", {}), (" +conf", conf)] if args.compare else [("", conf)]
@@ -346,6 +360,31 @@ def main() -> None:
                         f"{'cold' if k == 0 else 'warm'}  {_line(n, sample)}",
                         flush=True,
                     )
+            if args.ceiling:
+                both = ceiling(path, args.shuffle_per_core, args.repeat, conf)
+                for copy, runs in enumerate(both):
+                    for k, sample in enumerate(runs):
+                        print(
+                            f"{n:>10} events  spark local[1]x2 copy {copy} on cpu {copy}    "
+                            f"{'cold' if k == 0 else 'warm'}  {_line(n, sample)}",
+                            flush=True,
+                        )
+
+
+def ceiling(path: Path, per_core: int, repeat: int, conf: dict[str, str]) -> list[list[Sample]]:
+    """Two ``local[1]`` suites at once, each in its own process pinned to its own CPU
+    (the first two this process may use): one sample list per copy."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    if len(cpus) < 2:
+        raise SystemExit("--ceiling needs two CPUs")
+    with ThreadPoolExecutor(2) as pool:
+        futures = [
+            pool.submit(spark_in_child, path, "local[1]", per_core, repeat, True, True, conf, [c])
+            for c in cpus
+        ]
+        return [f.result() for f in futures]
 
 
 if __name__ == "__main__":

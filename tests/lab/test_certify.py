@@ -204,3 +204,68 @@ def test_view_scoped_protocols_are_certified_too(spark: Any) -> None:
     assert results["total_order"].status == "violated"
     assert {c["run"] for c in results["total_order"].counterexamples} == {"bad"}
     assert results["integrity"].status == "holds"
+
+
+def _rounds(monkeypatch: Any) -> list[dict[str, list[str]]]:
+    """Record what each round of exact checks is given: property -> runs."""
+    from ringcast.lab.checks import runner
+
+    seen: list[dict[str, list[str]]] = []
+    exact = runner._exact
+
+    def spy(ctx: Any, plans: Any, todo: Any, *args: Any) -> None:
+        seen.append({name: sorted(runs) for name, runs in todo.items() if runs})
+        exact(ctx, plans, todo, *args)
+
+    monkeypatch.setattr(runner, "_exact", spy)
+    return seen
+
+
+def test_checks_without_deliveries_run_beside_the_certificate(spark: Any, monkeypatch: Any) -> None:
+    """The first round (beside the certificate's job) has every property that reads no
+    delivery; the second only what the certificate left: total_order, fifo and
+    integrity for the one run it could not prove. When it proves every run and no
+    other property reads deliveries, there is no second round."""
+    from ringcast.lab.checks.runner import READS_DELIVERIES
+
+    seen = _rounds(monkeypatch)
+    frame = _frame(spark, steady("clean") + swapped(steady("bad")), RUN_SCOPED)
+    results = {r.property: r for r in run_checks(frame, overrides={RUN_SCOPED: PROPERTIES})}
+    first, second = seen
+    assert set(first) == {"view_agreement", "convergence"}
+    assert not set(first) & set(READS_DELIVERIES)
+    assert second == {name: ["bad"] for name in certify.CERTIFIED}
+    assert results["total_order"].status == "violated"
+    assert results["total_order"].runs_certified == 1
+
+    seen.clear()
+    frame = _frame(spark, steady("clean") + steady("also"), RUN_SCOPED)
+    results = {r.property: r for r in run_checks(frame, overrides={RUN_SCOPED: PROPERTIES})}
+    assert len(seen) == 1
+    assert all(results[n].runs_certified == 2 for n in certify.CERTIFIED)
+    assert all(r.status != "violated" for r in results.values())
+
+
+def test_a_context_with_deliveries_shares_the_inventory(spark: Any) -> None:
+    """``with_deliveries`` keeps the deliveries and submits of the runs it is given and
+    no token rows, and reuses the run inventory it was made from."""
+    from pyspark.sql import functions as F
+
+    rows = clean_trace("one") + clean_trace("two")
+    frame = _frame(spark, rows, "raincore")
+    ctx = CheckContext(frame, delivery_runs=frozenset())
+    info = ctx.run_info
+    late = ctx.with_deliveries(frozenset({"two"}))
+    try:
+        assert late.run_info is info
+        kinds = {(r.run, r.kind) for r in late.rows.select("run", "kind").distinct().collect()}
+        assert ("two", "deliver") in kinds and ("two", "submit") in kinds
+        assert not {k for k in kinds if k[0] == "one" and k[1] in ("deliver", "submit")}
+        assert not {k for k in kinds if k[1] == "token"}
+        assert late.deliveries.filter(F.col("run") != "two").count() == 0
+        early = {r.kind for r in ctx.rows.select("kind").distinct().collect()}
+        assert not early & {"deliver", "submit"}
+        assert frame.filter(F.col("kind") == "deliver").count() > 0
+    finally:
+        late.close()
+        ctx.close()

@@ -16,7 +16,7 @@ annotated per node, in event order ``i``:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ringcast.lab.properties import DEFAULT_TOTAL_ORDERS, TOTAL_ORDERS
@@ -105,10 +105,20 @@ class CheckContext:
         return self._cache[key]
 
     def materialize(self) -> None:
-        """Compute the annotated rows and the deliveries and hold them (one job each),
-        so that every check reads them from memory instead of the trace files."""
+        """Compute the annotated rows and the deliveries and hold them (one job each;
+        none for deliveries where :attr:`delivery_runs` is empty), so that every check
+        reads them from memory instead of the trace files."""
         self.rows.count()
-        self.deliveries.count()
+        if self.delivery_runs is None or self.delivery_runs:
+            self.deliveries.count()
+
+    def with_deliveries(self, runs: frozenset[str]) -> CheckContext:
+        """A context over the same trace whose rows keep the deliveries and submits of
+        ``runs`` and no token rows, sharing this one's run inventory (no new job)."""
+        other = replace(self, delivery_runs=runs, token_protocols=frozenset(), _cache={})
+        if "inventory" in self._cache:
+            other._cache["inventory"] = self._cache["inventory"]
+        return other
 
     def close(self) -> None:
         for df in self._cache.values():
@@ -132,7 +142,11 @@ class CheckContext:
             "sent", "returned", "dropped"
         )
         if self.token_protocols is not None:
-            token = token & F.col("protocol").isin(*sorted(self.token_protocols))
+            token = (
+                token & F.col("protocol").isin(*sorted(self.token_protocols))
+                if self.token_protocols
+                else F.lit(False)
+            )
         big = F.col("kind").isin("deliver", "submit")
         if self.delivery_runs is None:
             df = self.trace.filter(keep | token)

@@ -6,6 +6,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,8 @@ purpose, and re-planning after each of the few hundred stages of a check costs m
 than it finds (measured side by side in ``docs/benchmarks.md``). The session's own
 setting is restored afterwards."""
 READS_DELIVERIES = ("total_order", "integrity", "fifo", "virtual_synchrony", "safe_delivery")
-"""The checks that read ``deliver`` or ``submit`` rows."""
+"""The checks that read ``deliver`` or ``submit`` rows: they run after the certificate
+(:func:`run_checks`), the others beside it."""
 
 
 @dataclass
@@ -70,10 +72,16 @@ def run_checks(
     other runs go through their exact checks (``certify=False``: every run does). The
     deliveries of a run are read by the exact checks only when one of them needs it.
 
-    Adaptive query execution is off meanwhile (:data:`ADAPTIVE`). The annotated trace
-    is computed and held in memory once; the violations of every
-    property are then counted in one Spark job and their counterexamples collected in
-    one more (none when every property holds).
+    Adaptive query execution is off meanwhile (:data:`ADAPTIVE`). The checks run in two
+    rounds, each annotating its rows once and holding them in memory, counting the
+    violations of its properties in one Spark job and collecting their counterexamples
+    in one more (none when every property holds):
+
+    1. the properties that read no delivery, *while* the certificate's job runs in a
+       thread of its own: their planning on the driver and their small jobs fill the
+       cores the certificate leaves idle (:data:`READS_DELIVERIES`);
+    2. then the properties that read deliveries, over the runs the certificate left
+       (none when it proved every run and no other of them applies).
     """
     from ringcast.lab.checks import CHECKS
 
@@ -86,6 +94,7 @@ def run_checks(
         partitions=partitions,
         convergence_bound=convergence_bound,
         safe_grace=safe_grace,
+        delivery_runs=frozenset(),
     )
     sc = trace.sparkSession.sparkContext
     with _adaptive_off(trace.sparkSession.conf), closing(ctx):
@@ -98,40 +107,60 @@ def run_checks(
             if "single_token" in names and "single_token" in claims(r["protocol"], overrides)
         )
         plans = [(name, *_plan_one(CHECKS[name], info, overrides)) for name in names]
-        certified: set[str] = set()
-        if certify:
-            with _phase(sc, "ringcast check: certificate"):
-                certified = _certified(ctx, plans)
+        results = [result for _name, result, _active, _runs in plans]
         # the exact checks: per property, the runs not already decided
         regular = {r["run"]: r["regular"] for r in info}
         exact: dict[str, list[str]] = {}
-        for name, result, _active, runs in plans:
-            todo = runs
-            if name in CERTIFIED:
-                todo = [r for r in runs if r not in certified]
-                result.runs_certified = len(runs) - len(todo)
-            elif name == "virtual_synchrony":
+        for name, _result, _active, runs in plans:
+            if name == "virtual_synchrony":
                 # no node installed two regular configurations: no segment to compare
-                todo = [r for r in runs if regular.get(r, 0) >= 2]
-            exact[name] = todo
-        ctx.delivery_runs = frozenset(
-            r for name in READS_DELIVERIES if name in exact for r in exact[name]
-        )
-        results: list[PropertyResult] = []
-        frames: list[DataFrame] = []
-        scopes: list[tuple[str, str]] = []
-        with _phase(sc, "ringcast check: plan the exact checks"):
-            for name, result, active, _runs in plans:
-                results.append(result)
-                if active and exact[name]:
-                    frames.append(_tagged(ctx, CHECKS[name], active))
-                    scopes += [(name, r) for r in exact[name]]
-        if frames:
-            with _phase(sc, "ringcast check: annotate the trace"):
-                ctx.materialize()
-            with _phase(sc, "ringcast check: count violations of every property"):
-                _count(ctx, results, frames, scopes, examples)
+                runs = [r for r in runs if regular.get(r, 0) >= 2]
+            exact[name] = runs
+        proving = certify and any(name in CERTIFIED and runs for name, _r, _a, runs in plans)
+        with ThreadPoolExecutor(1, thread_name_prefix="ringcast-certificate") as pool:
+            certificate = pool.submit(_certified, ctx, plans) if proving else None
+            first = {n: runs for n, runs in exact.items() if n not in READS_DELIVERIES}
+            _exact(ctx, plans, first, examples, "the properties that read no delivery")
+            certified = certificate.result() if certificate is not None else set()
+        second: dict[str, list[str]] = {}
+        for name, result, _active, runs in plans:
+            if name in READS_DELIVERIES:
+                second[name] = [r for r in exact[name] if r not in certified]
+                if name in CERTIFIED:
+                    result.runs_certified = len(runs) - len(second[name])
+        if any(second.values()):
+            late = ctx.with_deliveries(frozenset(r for runs in second.values() for r in runs))
+            with closing(late):
+                _exact(late, plans, second, examples, "the properties that read deliveries")
         return results
+
+
+def _exact(
+    ctx: CheckContext,
+    plans: list[tuple[str, PropertyResult, frozenset[str], list[str]]],
+    todo: Mapping[str, list[str]],
+    examples: int,
+    what: str,
+) -> None:
+    """The exact checks of the properties in ``todo`` over their runs there: plan their
+    frames, annotate the trace (:meth:`CheckContext.materialize`) and count."""
+    from ringcast.lab.checks import CHECKS
+
+    sc = ctx.trace.sparkSession.sparkContext
+    results: list[PropertyResult] = []
+    frames: list[DataFrame] = []
+    scopes: list[tuple[str, str]] = []
+    with _phase(sc, f"ringcast check: plan {what}"):
+        for name, result, active, _runs in plans:
+            if active and todo.get(name):
+                results.append(result)
+                frames.append(_tagged(ctx, CHECKS[name], active))
+                scopes += [(name, r) for r in todo[name]]
+    if frames:
+        with _phase(sc, f"ringcast check: annotate the trace for {what}"):
+            ctx.materialize()
+        with _phase(sc, f"ringcast check: count violations of {what}"):
+            _count(ctx, results, frames, scopes, examples)
 
 
 @contextmanager
@@ -193,6 +222,13 @@ def _certified(
 ) -> set[str]:
     """The runs the certificate proves total_order, fifo and integrity for, among those
     that one of these properties is checked on."""
+    with _phase(ctx.trace.sparkSession.sparkContext, "ringcast check: certificate"):
+        return _certify(ctx, plans)
+
+
+def _certify(
+    ctx: CheckContext, plans: list[tuple[str, PropertyResult, frozenset[str], list[str]]]
+) -> set[str]:
     wanted = {r for name, _res, _act, runs in plans if name in CERTIFIED for r in runs}
     nodes = [n for n in ctx.run_nodes if n.run in wanted]
     if not nodes:
