@@ -269,3 +269,24 @@ def test_a_context_with_deliveries_shares_the_inventory(spark: Any) -> None:
     finally:
         late.close()
         ctx.close()
+
+
+def test_the_certificate_runs_in_its_own_pool(spark: Any, monkeypatch: Any) -> None:
+    """The session schedules fairly and the certificate's jobs go to their own pool, so
+    that the checks beside it get task slots; the thread's pool is cleared after."""
+    from ringcast.lab.checks import runner
+
+    assert spark.sparkContext.getConf().get("spark.scheduler.mode") == "FAIR"
+    pools: list[str | None] = []
+    prove = runner._certify
+
+    def spy(ctx: Any, plans: Any) -> set[str]:
+        pools.append(spark.sparkContext.getLocalProperty(runner.POOL))
+        return prove(ctx, plans)
+
+    monkeypatch.setattr(runner, "_certify", spy)
+    frame = _frame(spark, steady("clean"), RUN_SCOPED)
+    results = {r.property: r for r in run_checks(frame, overrides={RUN_SCOPED: PROPERTIES})}
+    assert pools == [runner.CERTIFICATE_POOL]
+    assert results["total_order"].runs_certified == 1
+    assert spark.sparkContext.getLocalProperty(runner.POOL) is None

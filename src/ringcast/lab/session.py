@@ -112,8 +112,9 @@ def spark_session(
     ``shuffle_partitions`` defaults to twice the cores (at least 2); ``conf`` adds
     any other Spark settings; the driver gets ``RINGCAST_DRIVER_MEMORY`` (default 4g),
     which in local mode is the executors' memory too. The JVMs run with
-    :data:`JVM_OPTIONS` and Spark keeps 2000 generated classes instead of 100 (both
-    measured in ``docs/benchmarks.md``). Raises ``LabError`` when Java is missing or
+    :data:`JVM_OPTIONS`, Spark keeps 2000 generated classes instead of 100 and
+    schedules jobs fairly between pools (the checks run some beside the certificate's;
+    all three measured in ``docs/benchmarks.md``). Raises ``LabError`` when Java is missing or
     too old.
     """
     check_java()
@@ -142,6 +143,9 @@ def spark_session(
         # 100 cached generated classes they evict each other, and every re-run
         # compiles them again and makes the JIT compile the new classes again
         "spark.sql.codegen.cache.maxEntries": "2000",
+        # the checks run some jobs beside the certificate's, in a pool of their own:
+        # fair scheduling shares the task slots between the pools
+        "spark.scheduler.mode": "FAIR",
     }
     if shuffle_partitions is not None:
         settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)

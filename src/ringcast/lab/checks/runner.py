@@ -25,6 +25,11 @@ hand (by run, or a handful of partitions), every small side of a join is broadca
 purpose, and re-planning after each of the few hundred stages of a check costs more
 than it finds (measured side by side in ``docs/benchmarks.md``). The session's own
 setting is restored afterwards."""
+POOL = "spark.scheduler.pool"
+CERTIFICATE_POOL = "ringcast-certificate"
+"""The scheduler pool of the certificate's jobs. With the lab session's fair scheduler
+(:func:`ringcast.lab.session.spark_session`) the jobs of the checks that run beside it
+get task slots while it runs instead of queueing behind its tasks."""
 READS_DELIVERIES = ("total_order", "integrity", "fifo", "virtual_synchrony", "safe_delivery")
 """The checks that read ``deliver`` or ``submit`` rows: they run after the certificate
 (:func:`run_checks`), the others beside it."""
@@ -221,9 +226,15 @@ def _certified(
     ctx: CheckContext, plans: list[tuple[str, PropertyResult, frozenset[str], list[str]]]
 ) -> set[str]:
     """The runs the certificate proves total_order, fifo and integrity for, among those
-    that one of these properties is checked on."""
-    with _phase(ctx.trace.sparkSession.sparkContext, "ringcast check: certificate"):
-        return _certify(ctx, plans)
+    that one of these properties is checked on. Its jobs go to a scheduler pool of
+    their own (:data:`CERTIFICATE_POOL`)."""
+    sc = ctx.trace.sparkSession.sparkContext
+    sc.setLocalProperty(POOL, CERTIFICATE_POOL)
+    try:
+        with _phase(sc, "ringcast check: certificate"):
+            return _certify(ctx, plans)
+    finally:
+        sc.setLocalProperty(POOL, None)
 
 
 def _certify(
