@@ -111,7 +111,7 @@ def shapes(spark: Any) -> Any:
 
 
 def _failed(frame: Any, partitions: int) -> set[str]:
-    layout = plan_layout(frame.sparkSession, CheckContext(frame).run_nodes, partitions)
+    layout = plan_layout(CheckContext(frame).run_nodes, partitions)
     return failed_runs(frame, layout)
 
 
@@ -125,7 +125,7 @@ def test_labels_count_from_zero_per_node(shapes: Any) -> None:
     """Every (run, node) of one partition gets as slot the partition's row index of its
     first delivery: the deliveries of the nodes laid out before it."""
     nodes = CheckContext(shapes).run_nodes
-    layout = plan_layout(shapes.sparkSession, nodes, 1)
+    layout = plan_layout(nodes, 1)
     assert not layout.excluded
     delivered = {(n.run, n.node): n.deliveries for n in nodes}
     offset = 0
@@ -290,3 +290,17 @@ def test_the_certificate_runs_in_its_own_pool(spark: Any, monkeypatch: Any) -> N
     assert pools == [runner.CERTIFICATE_POOL]
     assert results["total_order"].runs_certified == 1
     assert spark.sparkContext.getLocalProperty(runner.POOL) is None
+
+
+def test_the_layout_hashes_runs_as_repartition_does(spark: Any) -> None:
+    """``hash_partition`` is Spark's ``pmod(hash(rid), n)`` for every kind of long,
+    so the layout needs no job to know where a run lands."""
+    from pyspark.sql import functions as F
+
+    values = [*range(-5, 300), 1 << 31, (1 << 31) - 1, 1 << 40, -(1 << 63), (1 << 63) - 1]
+    frame = spark.createDataFrame([(v,) for v in values], "rid long")
+    for n in (1, 2, 7, 42, 1000):
+        got = frame.select("rid", F.expr(f"pmod(hash(rid), {n})").alias("p")).collect()
+        assert {r.rid: r.p for r in got} == {v: certify.hash_partition(v, n) for v in values}
+    placed = frame.repartition(5, "rid").select("rid", F.spark_partition_id().alias("p")).collect()
+    assert all(r.p == certify.hash_partition(r.rid, 5) for r in placed)

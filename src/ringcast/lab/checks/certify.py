@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 from ringcast.lab.checks.context import NodeInfo, msg_counter, msg_sender
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
 CERTIFIED = ("total_order", "fifo", "integrity")
 """The properties a certificate proves."""
@@ -82,14 +82,12 @@ class Layout:
     partitions: int
 
 
-def plan_layout(spark: SparkSession, nodes: Iterable[NodeInfo], partitions: int) -> Layout:
+def plan_layout(nodes: Iterable[NodeInfo], partitions: int) -> Layout:
     """Number the runs (``rid``), choose the partitions (at least ``partitions``, at
     most :data:`ROWS_PER_PARTITION` deliveries each), find the partition each run
-    hashes to (one small Spark job: the hash ``repartition`` uses) and, per partition,
+    hashes to (:func:`hash_partition`, the hash ``repartition`` uses) and, per partition,
     give its (run, node)s, in (rid, node) order, as slot the row index its first
     delivery will have there: the deliveries of the (run, node)s before it."""
-    from pyspark.sql import functions as F
-
     nodes = list(nodes)
     deliveries = sum(n.deliveries for n in nodes)
     partitions = max(partitions, -(-deliveries // ROWS_PER_PARTITION))
@@ -102,13 +100,9 @@ def plan_layout(spark: SparkSession, nodes: Iterable[NodeInfo], partitions: int)
     runs = sorted(set(per_run) - excluded)
     if not runs:
         return Layout([], frozenset(excluded), partitions)
-    rids = spark.createDataFrame([(r,) for r in range(len(runs))], "rid long")
-    where = dict(
-        rids.select("rid", F.expr(f"pmod(hash(rid), {int(partitions)})").alias("p")).collect()
-    )
     by_partition: dict[int, list[int]] = {}
     for rid in range(len(runs)):
-        by_partition.setdefault(int(where[rid]), []).append(rid)
+        by_partition.setdefault(hash_partition(rid, partitions), []).append(rid)
     groups: list[tuple[str, str, int, int]] = []
     for members in by_partition.values():
         offset = 0
@@ -122,6 +116,39 @@ def plan_layout(spark: SparkSession, nodes: Iterable[NodeInfo], partitions: int)
                 groups.append((run, n.node, rid, offset))
                 offset += n.deliveries
     return Layout(groups, frozenset(excluded), partitions)
+
+
+_M32 = 0xFFFFFFFF
+
+
+def _rotl32(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def _mix_k1(k1: int) -> int:
+    return _rotl32(k1 * 0xCC9E2D51 & _M32, 15) * 0x1B873593 & _M32
+
+
+def _mix_h1(h1: int, k1: int) -> int:
+    return (_rotl32(h1 ^ k1, 13) * 5 + 0xE6546B64) & _M32
+
+
+def hash_partition(value: int, partitions: int) -> int:
+    """The partition ``repartition(partitions, col)`` puts a long ``value`` in: Spark's
+    ``pmod(hash(col), partitions)``, Murmur3 (x86, 32 bits, seed 42) of the long's low
+    then high word. Computed here so that planning the layout needs no Spark job. A
+    mismatch would only cost completeness (runs failing the certificate), never
+    soundness: a node's labels increase along its deliveries wherever they land."""
+    h1 = _mix_h1(42, _mix_k1(value & _M32))
+    h1 = _mix_h1(h1, _mix_k1((value >> 32) & _M32))
+    h1 ^= 8
+    h1 ^= h1 >> 16
+    h1 = h1 * 0x85EBCA6B & _M32
+    h1 ^= h1 >> 13
+    h1 = h1 * 0xC2B2AE35 & _M32
+    h1 ^= h1 >> 16
+    signed = h1 - (1 << 32) if h1 >= 1 << 31 else h1
+    return signed % partitions
 
 
 def failed_runs(trace: DataFrame, layout: Layout) -> set[str]:

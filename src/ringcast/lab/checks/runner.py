@@ -246,7 +246,7 @@ def _certify(
         return set()
     spark = ctx.trace.sparkSession
     partitions = ctx.partitions or int(spark.conf.get("spark.sql.shuffle.partitions") or 2)
-    failed = failed_runs(ctx.trace, plan_layout(spark, nodes, partitions))
+    failed = failed_runs(ctx.trace, plan_layout(nodes, partitions))
     return {n.run for n in nodes} - failed
 
 
