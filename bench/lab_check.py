@@ -362,18 +362,20 @@ def main() -> None:
                     )
             if args.ceiling:
                 both = ceiling(path, args.shuffle_per_core, args.repeat, conf)
-                for copy, runs in enumerate(both):
+                for copy, (cpu, runs) in enumerate(both):
                     for k, sample in enumerate(runs):
                         print(
-                            f"{n:>10} events  spark local[1]x2 copy {copy} on cpu {copy}    "
+                            f"{n:>10} events  spark local[1]x2 copy {copy} on cpu {cpu}    "
                             f"{'cold' if k == 0 else 'warm'}  {_line(n, sample)}",
                             flush=True,
                         )
 
 
-def ceiling(path: Path, per_core: int, repeat: int, conf: dict[str, str]) -> list[list[Sample]]:
+def ceiling(
+    path: Path, per_core: int, repeat: int, conf: dict[str, str]
+) -> list[tuple[int, list[Sample]]]:
     """Two ``local[1]`` suites at once, each in its own process pinned to its own CPU
-    (the first two this process may use): one sample list per copy."""
+    (the first two this process may use): per copy, its CPU and its samples."""
     from concurrent.futures import ThreadPoolExecutor
 
     cpus = sorted(os.sched_getaffinity(0))[:2]
@@ -384,7 +386,7 @@ def ceiling(path: Path, per_core: int, repeat: int, conf: dict[str, str]) -> lis
             pool.submit(spark_in_child, path, "local[1]", per_core, repeat, True, True, conf, [c])
             for c in cpus
         ]
-        return [f.result() for f in futures]
+        return [(c, f.result()) for c, f in zip(cpus, futures, strict=True)]
 
 
 if __name__ == "__main__":

@@ -222,15 +222,35 @@ def _rounds(monkeypatch: Any) -> list[dict[str, list[str]]]:
 
 
 def test_checks_without_deliveries_run_beside_the_certificate(spark: Any, monkeypatch: Any) -> None:
-    """The first round (beside the certificate's job) has every property that reads no
-    delivery; the second only what the certificate left: total_order, fifo and
-    integrity for the one run it could not prove. When it proves every run and no
-    other property reads deliveries, there is no second round."""
+    """The first round has every property that reads no delivery and starts while the
+    certificate is still under way (the certificate waits for it: run one after the
+    other, it would wait in vain); the second has only what the certificate left:
+    total_order, fifo and integrity for the one run it could not prove. When it proves
+    every run and no other property reads deliveries, there is no second round."""
+    import threading
+
+    from ringcast.lab.checks import runner
     from ringcast.lab.checks.runner import READS_DELIVERIES
 
     seen = _rounds(monkeypatch)
+    first_round = threading.Event()
+    exact, prove = runner._exact, runner.failed_runs
+    overlapped: list[bool] = []
+
+    def round_(ctx: Any, plans: Any, todo: Any, *args: Any) -> None:
+        if not set(todo) & set(READS_DELIVERIES):
+            first_round.set()
+        exact(ctx, plans, todo, *args)
+
+    def certificate(trace: Any, layout: Any) -> set[str]:
+        overlapped.append(first_round.wait(timeout=120))  # a deadlock guard, not a delay
+        return prove(trace, layout)
+
+    monkeypatch.setattr(runner, "_exact", round_)
+    monkeypatch.setattr(runner, "failed_runs", certificate)
     frame = _frame(spark, steady("clean") + swapped(steady("bad")), RUN_SCOPED)
     results = {r.property: r for r in run_checks(frame, overrides={RUN_SCOPED: PROPERTIES})}
+    assert overlapped == [True]
     first, second = seen
     assert set(first) == {"view_agreement", "convergence"}
     assert not set(first) & set(READS_DELIVERIES)
@@ -273,18 +293,18 @@ def test_a_context_with_deliveries_shares_the_inventory(spark: Any) -> None:
 
 def test_the_certificate_runs_in_its_own_pool(spark: Any, monkeypatch: Any) -> None:
     """The session schedules fairly and the certificate's jobs go to their own pool, so
-    that the checks beside it get task slots; the thread's pool is cleared after."""
+    that the checks beside it get task slots; the caller's thread stays out of it."""
     from ringcast.lab.checks import runner
 
     assert spark.sparkContext.getConf().get("spark.scheduler.mode") == "FAIR"
     pools: list[str | None] = []
-    prove = runner._certify
+    prove = runner.failed_runs
 
-    def spy(ctx: Any, plans: Any) -> set[str]:
+    def spy(trace: Any, layout: Any) -> set[str]:
         pools.append(spark.sparkContext.getLocalProperty(runner.POOL))
-        return prove(ctx, plans)
+        return prove(trace, layout)
 
-    monkeypatch.setattr(runner, "_certify", spy)
+    monkeypatch.setattr(runner, "failed_runs", spy)
     frame = _frame(spark, steady("clean"), RUN_SCOPED)
     results = {r.property: r for r in run_checks(frame, overrides={RUN_SCOPED: PROPERTIES})}
     assert pools == [runner.CERTIFICATE_POOL]

@@ -121,9 +121,8 @@ def run_checks(
                 # no node installed two regular configurations: no segment to compare
                 runs = [r for r in runs if regular.get(r, 0) >= 2]
             exact[name] = runs
-        proving = certify and any(name in CERTIFIED and runs for name, _r, _a, runs in plans)
         with ThreadPoolExecutor(1, thread_name_prefix="ringcast-certificate") as pool:
-            certificate = pool.submit(_certified, ctx, plans) if proving else None
+            certificate = pool.submit(_certified, ctx, plans) if certify else None
             first = {n: runs for n, runs in exact.items() if n not in READS_DELIVERIES}
             _exact(ctx, plans, first, examples, "the properties that read no delivery")
             certified = certificate.result() if certificate is not None else set()
@@ -228,25 +227,19 @@ def _certified(
     """The runs the certificate proves total_order, fifo and integrity for, among those
     that one of these properties is checked on. Its jobs go to a scheduler pool of
     their own (:data:`CERTIFICATE_POOL`)."""
-    sc = ctx.trace.sparkSession.sparkContext
-    sc.setLocalProperty(POOL, CERTIFICATE_POOL)
-    try:
-        with _phase(sc, "ringcast check: certificate"):
-            return _certify(ctx, plans)
-    finally:
-        sc.setLocalProperty(POOL, None)
-
-
-def _certify(
-    ctx: CheckContext, plans: list[tuple[str, PropertyResult, frozenset[str], list[str]]]
-) -> set[str]:
     wanted = {r for name, _res, _act, runs in plans if name in CERTIFIED for r in runs}
     nodes = [n for n in ctx.run_nodes if n.run in wanted]
     if not nodes:
         return set()
     spark = ctx.trace.sparkSession
     partitions = ctx.partitions or int(spark.conf.get("spark.sql.shuffle.partitions") or 2)
-    failed = failed_runs(ctx.trace, plan_layout(nodes, partitions))
+    sc = spark.sparkContext
+    sc.setLocalProperty(POOL, CERTIFICATE_POOL)
+    try:
+        with _phase(sc, "ringcast check: certificate"):
+            failed = failed_runs(ctx.trace, plan_layout(nodes, partitions))
+    finally:
+        sc.setLocalProperty(POOL, None)
     return {n.run for n in nodes} - failed
 
 
