@@ -86,6 +86,18 @@ def test_run_on_a_tiny_sweep_writes_everything(
         assert "VIOLATED: " in printed
 
 
+def test_the_session_plans_without_python_call_sites(spark: Any) -> None:
+    """The lab session does not record a Python call site per DataFrame function (four
+    Py4J calls each while the checks plan their frames); a bad column reference still
+    fails with an error naming the column."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+
+    assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == "false"
+    with pytest.raises(AnalysisException, match="no_such_column"):
+        spark.range(3).select(F.col("no_such_column") + 1).collect()
+
+
 def test_java_version_parsing() -> None:
     assert parse_java_version('openjdk version "17.0.9" 2023-10-17') == 17
     assert parse_java_version('java version "1.8.0_381"') == 8

@@ -146,6 +146,12 @@ def spark_session(
         # the checks run some jobs beside the certificate's, in a pool of their own:
         # fair scheduling shares the task slots between the pools
         "spark.scheduler.mode": "FAIR",
+        # PySpark records the Python call site of every DataFrame and column function
+        # in the JVM (four more Py4J calls each, and a walk of the Python stack) for
+        # error messages; a check plans a few hundred frames and thousands of columns
+        # on the driver, so without it planning takes about a quarter less time
+        # (docs/benchmarks.md). Errors still name the failing expression.
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
     }
     if shuffle_partitions is not None:
         settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
