@@ -206,8 +206,7 @@ def failed_runs(trace: DataFrame, layout: Layout) -> set[str]:
     )
     w = Window.partitionBy("rid", "sender").orderBy("counter")
     failed = (
-        per_counter.withColumn("prev_hi", F.lag("hi").over(w))
-        .withColumn("prev_counter", F.lag("counter").over(w))
+        per_counter.withColumns({f"prev_{c}": F.lag(c).over(w) for c in ("hi", "counter")})
         .filter(
             (F.col("bad") == 1)
             | (

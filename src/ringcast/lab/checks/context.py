@@ -171,10 +171,10 @@ class CheckContext:
             "detail",
         )
         df = df.repartition(self.partitions, "run") if self.partitions else df.repartition("run")
+        # one projection per step: every DataFrame step is analysed on the driver
         action = F.when(F.col("kind") == "fault", F.get_json_object("detail", "$.action"))
-        df = df.withColumn("action", action)
-        reset = F.coalesce(F.col("action").isin(*RESET_ACTIONS), F.lit(False))
-        df = df.withColumn("reset", reset)
+        reset = F.coalesce(action.isin(*RESET_ACTIONS), F.lit(False))
+        df = df.select("*", action.alias("action"), reset.alias("reset"))
         is_view = F.col("kind") == "view"
         regular = is_view & ~F.coalesce(F.col("transitional"), F.lit(False))
         vstruct = F.when(
@@ -204,16 +204,13 @@ class CheckContext:
         cur = F.last(vstruct, ignorenulls=True).over(upto)
         prev_reg = F.last(rstruct, ignorenulls=True).over(before)
         next_reg = F.last(rstruct, ignorenulls=True).over(after)
-        df = (
-            df.withColumn("_cur", cur)
-            .withColumn("_prev", prev_reg)
-            .withColumn("_next", next_reg)
-            .withColumn("cur", F.when(~F.col("_cur.reset"), F.col("_cur")))
-            .withColumn("prev_reg", F.when(~F.col("_prev.reset"), F.col("_prev.view")))
-            .withColumn("next_reg", F.when(~F.col("_next.reset"), F.col("_next.view")))
-            .drop("_cur", "_prev", "_next")
+        df = df.withColumns({"_cur": cur, "_prev": prev_reg, "_next": next_reg})
+        return df.select(
+            *(c for c in df.columns if not c.startswith("_")),
+            F.when(~F.col("_cur.reset"), F.col("_cur")).alias("cur"),
+            F.when(~F.col("_prev.reset"), F.col("_prev.view")).alias("prev_reg"),
+            F.when(~F.col("_next.reset"), F.col("_next.view")).alias("next_reg"),
         )
-        return df
 
     @property
     def deliveries(self) -> DataFrame:
@@ -237,7 +234,7 @@ class CheckContext:
                 "prev_reg",
                 "next_reg",
             )
-            return d.withColumn("sender", msg_sender()).withColumn("counter", msg_counter())
+            return d.withColumns({"sender": msg_sender(), "counter": msg_counter()})
 
         return self._cached("deliveries", build)
 

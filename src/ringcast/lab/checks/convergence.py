@@ -92,8 +92,7 @@ def components(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
         .join(cut, "run", "left")
         .join(last_fault, "run", "left")
         .filter(alive)
-        .withColumn("component", comp)
-        .withColumn("fin", F.when(~F.col("fin.reset"), F.col("fin")))
+        .withColumns({"component": comp, "fin": F.when(~F.col("fin.reset"), F.col("fin"))})
     )
     return (
         nodes.groupBy("run", "protocol", "component")

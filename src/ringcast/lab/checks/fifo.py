@@ -33,11 +33,7 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
         F.min_by("counter", "i").alias("counter"),
     )
     w = Window.partitionBy("run", "node", "sender").orderBy("i")
-    seq = (
-        first.withColumn("prev_counter", F.lag("counter").over(w))
-        .withColumn("prev_msg", F.lag("msg").over(w))
-        .withColumn("prev_t", F.lag("t").over(w))
-    )
+    seq = first.withColumns({f"prev_{c}": F.lag(c).over(w) for c in ("counter", "msg", "t")})
     bad = seq.filter(F.col("counter") < F.col("prev_counter"))
     return bad.select(
         *violation(

@@ -30,8 +30,9 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
     rows = (
         ctx.kind("leader")
         .filter(in_protocols(protocols))
-        .withColumn("leader", leader)
-        .withColumn("scope", F.coalesce(F.col("view"), F.col("cur.view"), F.lit("")))
+        .withColumns(
+            {"leader": leader, "scope": F.coalesce(F.col("view"), F.col("cur.view"), F.lit(""))}
+        )
         .filter(F.col("leader").isNotNull())
     )
     per = rows.groupBy("run", "protocol", "scope").agg(

@@ -106,12 +106,7 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
     )
     rows = against.unionByName(rows)
     w = Window.partitionBy("run", "scope", "p", "q").orderBy("pi")
-    seq = (
-        rows.withColumn("prev_qi", F.lag("qi").over(w))
-        .withColumn("prev_msg", F.lag("msg").over(w))
-        .withColumn("prev_pt", F.lag("pt").over(w))
-        .withColumn("prev_qt", F.lag("qt").over(w))
-    )
+    seq = rows.withColumns({f"prev_{c}": F.lag(c).over(w) for c in ("qi", "msg", "pt", "qt")})
     bad = seq.filter(F.col("qi") < F.col("prev_qi"))
     note = F.concat(
         F.col("p"),
