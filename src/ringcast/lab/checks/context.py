@@ -204,9 +204,10 @@ class CheckContext:
         cur = F.last(vstruct, ignorenulls=True).over(upto)
         prev_reg = F.last(rstruct, ignorenulls=True).over(before)
         next_reg = F.last(rstruct, ignorenulls=True).over(after)
+        kept = df.columns
         df = df.withColumns({"_cur": cur, "_prev": prev_reg, "_next": next_reg})
         return df.select(
-            *(c for c in df.columns if not c.startswith("_")),
+            *kept,
             F.when(~F.col("_cur.reset"), F.col("_cur")).alias("cur"),
             F.when(~F.col("_prev.reset"), F.col("_prev.view")).alias("prev_reg"),
             F.when(~F.col("_next.reset"), F.col("_next.view")).alias("next_reg"),
