@@ -324,3 +324,37 @@ def test_the_layout_hashes_runs_as_repartition_does(spark: Any) -> None:
         assert {r.rid: r.p for r in got} == {v: certify.hash_partition(v, n) for v in values}
     placed = frame.repartition(5, "rid").select("rid", F.spark_partition_id().alias("p")).collect()
     assert all(r.p == certify.hash_partition(r.rid, 5) for r in placed)
+
+
+def test_the_pair_hash_is_sparks_xxhash64(spark: Any) -> None:
+    """``xxhash64`` gives Spark's ``xxhash64(run, node)`` for short and long strings
+    (every tail length of XXH64's 32-, 8-, 4- and 1-byte steps) and non-ASCII text, so
+    that the driver's layout and the rows meet in the join."""
+    from pyspark.sql import functions as F
+
+    words = ["", "A", "synth:12", "é", "ringcast-λ-😀", *("x" * n for n in range(1, 70, 3))]
+    pairs = [(a, b) for a in words for b in words[::4]]
+    frame = spark.createDataFrame(pairs, "run string, node string")
+    got = frame.select("run", "node", F.xxhash64("run", "node").alias("h")).collect()
+    assert {(r.run, r.node): r.h for r in got} == {p: certify.xxhash64(*p) for p in pairs}
+
+
+def test_runs_whose_pair_hash_collides_fail(spark: Any, monkeypatch: Any) -> None:
+    """A (run, node) whose hash another one shares could pick up the other's rows in the
+    join: both runs are left out of the layout (and fail), the others are still proved.
+    The collision is forced by giving two pairs one hash on the driver."""
+    rows = steady("clean") + steady("one") + steady("other")
+    frame = _frame(spark, rows, RUN_SCOPED)
+    nodes = CheckContext(frame).run_nodes
+    real = certify.xxhash64
+
+    def colliding(*values: str) -> int:
+        return 7 if values in {("one", "B"), ("other", "D")} else real(*values)
+
+    monkeypatch.setattr(certify, "xxhash64", colliding)
+    layout = plan_layout(nodes, 2)
+    assert layout.excluded == {"one", "other"}
+    assert {run for run, *_ in layout.groups} == {"clean"}
+    monkeypatch.undo()
+    assert failed_runs(frame, layout) == {"one", "other"}
+    assert _failed(frame, 2) == set()

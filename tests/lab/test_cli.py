@@ -98,6 +98,12 @@ def test_the_session_plans_without_python_call_sites(spark: Any) -> None:
         spark.range(3).select(F.col("no_such_column") + 1).collect()
 
 
+def test_the_session_does_not_checksum_shuffled_rows(spark: Any) -> None:
+    """The lab session leaves out Spark's per-row checksum of shuffled rows (a hash of
+    every row the certificate shuffles); the checks' stages are deterministic."""
+    assert spark.conf.get("spark.sql.shuffle.orderIndependentChecksum.enabled") == "false"
+
+
 def test_java_version_parsing() -> None:
     assert parse_java_version('openjdk version "17.0.9" 2023-10-17') == 17
     assert parse_java_version('java version "1.8.0_381"') == 8

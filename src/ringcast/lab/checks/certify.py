@@ -35,6 +35,13 @@ planned on the driver from :attr:`~ringcast.lab.checks.context.CheckContext.run_
 a run it cannot lay out (``i`` outside ``[0, 2**36)``, or deliveries beyond the slots'
 bits) fails up front.
 
+**How a row finds its slot.** Each delivery looks its (run, node) up in the broadcast
+layout by one long, Spark's ``xxhash64(run, node)``, instead of by the two strings: a
+lookup in a table of longs, not an equality test of two strings per row. The same hash
+is computed on the driver (:func:`xxhash64`) for every (run, node) of the trace, and a
+run with a (run, node) whose hash another (run, node) shares fails up front, so the
+lookup is exact: a row can only find its own (run, node).
+
 The certificate covers every protocol. Condition 1 gives one order over all of a run's
 deliveries, whatever their delivery order or configuration, so it also proves total
 order where it is scoped to a configuration
@@ -87,7 +94,8 @@ def plan_layout(nodes: Iterable[NodeInfo], partitions: int) -> Layout:
     most :data:`ROWS_PER_PARTITION` deliveries each), find the partition each run
     hashes to (:func:`hash_partition`, the hash ``repartition`` uses) and, per partition,
     give its (run, node)s, in (rid, node) order, as slot the row index its first
-    delivery will have there: the deliveries of the (run, node)s before it."""
+    delivery will have there: the deliveries of the (run, node)s before it. Runs with a
+    (run, node) whose :func:`xxhash64` is not its own are excluded."""
     nodes = list(nodes)
     deliveries = sum(n.deliveries for n in nodes)
     partitions = max(partitions, -(-deliveries // ROWS_PER_PARTITION))
@@ -97,6 +105,7 @@ def plan_layout(nodes: Iterable[NodeInfo], partitions: int) -> Layout:
     excluded = {
         run for run, ns in per_run.items() if any(n.imin < 0 or n.imax >= 1 << I_BITS for n in ns)
     }
+    excluded |= _colliding(nodes)
     runs = sorted(set(per_run) - excluded)
     if not runs:
         return Layout([], frozenset(excluded), partitions)
@@ -116,6 +125,70 @@ def plan_layout(nodes: Iterable[NodeInfo], partitions: int) -> Layout:
                 groups.append((run, n.node, rid, offset))
                 offset += n.deliveries
     return Layout(groups, frozenset(excluded), partitions)
+
+
+def _colliding(nodes: list[NodeInfo]) -> set[str]:
+    """The runs with a (run, node) whose :func:`xxhash64` another (run, node) has."""
+    seen: dict[int, list[str]] = {}
+    for n in nodes:
+        seen.setdefault(xxhash64(n.run, n.node), []).append(n.run)
+    return {run for runs in seen.values() if len(runs) > 1 for run in runs}
+
+
+_M64 = (1 << 64) - 1
+_P1, _P2, _P3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
+_P4, _P5 = 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5
+
+
+def _rotl64(x: int, r: int) -> int:
+    return ((x << r) | (x >> (64 - r))) & _M64
+
+
+def _round64(acc: int, lane: int) -> int:
+    return _rotl64((acc + lane * _P2) & _M64, 31) * _P1 & _M64
+
+
+def _xxh64(data: bytes, seed: int) -> int:
+    """XXH64 of ``data`` (the reference algorithm, which Spark implements), unsigned."""
+    n, pos = len(data), 0
+    if n >= 32:
+        v = [(seed + _P1 + _P2) & _M64, (seed + _P2) & _M64, seed, (seed - _P1) & _M64]
+        while pos <= n - 32:
+            for k in range(4):
+                v[k] = _round64(v[k], int.from_bytes(data[pos : pos + 8], "little"))
+                pos += 8
+        h = (_rotl64(v[0], 1) + _rotl64(v[1], 7) + _rotl64(v[2], 12) + _rotl64(v[3], 18)) & _M64
+        for k in range(4):
+            h = ((h ^ _round64(0, v[k])) * _P1 + _P4) & _M64
+    else:
+        h = (seed + _P5) & _M64
+    h = (h + n) & _M64
+    while pos + 8 <= n:
+        h ^= _round64(0, int.from_bytes(data[pos : pos + 8], "little"))
+        h = (_rotl64(h, 27) * _P1 + _P4) & _M64
+        pos += 8
+    if pos + 4 <= n:
+        h ^= int.from_bytes(data[pos : pos + 4], "little") * _P1 & _M64
+        h = (_rotl64(h, 23) * _P2 + _P3) & _M64
+        pos += 4
+    while pos < n:
+        h ^= data[pos] * _P5 & _M64
+        h = _rotl64(h, 11) * _P1 & _M64
+        pos += 1
+    h ^= h >> 33
+    h = h * _P2 & _M64
+    h ^= h >> 29
+    h = h * _P3 & _M64
+    return h ^ (h >> 32)
+
+
+def xxhash64(*values: str) -> int:
+    """Spark's ``xxhash64`` of string columns, as the signed long Spark gives: XXH64 of
+    each value's UTF-8 bytes in turn, seeded with 42 and then with the hash so far."""
+    h = 42
+    for v in values:
+        h = _xxh64(v.encode(), h)
+    return h - (1 << 64) if h >= 1 << 63 else h
 
 
 _M32 = 0xFFFFFFFF
@@ -161,7 +234,10 @@ def failed_runs(trace: DataFrame, layout: Layout) -> set[str]:
     if not layout.groups:
         return set(layout.excluded)
     spark = trace.sparkSession
-    groups = spark.createDataFrame(layout.groups, "run string, node string, rid long, slot long")
+    groups = spark.createDataFrame(
+        [(xxhash64(run, node), rid, slot) for run, node, rid, slot in layout.groups],
+        "pair long, rid long, slot long",
+    )
     kind = F.col("kind")
     delivered = F.col("delivered")
     key = F.when(delivered, F.shiftleft("slot", I_BITS).bitwiseOR(F.col("i"))).otherwise(
@@ -169,9 +245,15 @@ def failed_runs(trace: DataFrame, layout: Layout) -> set[str]:
     )
     in_partition = F.monotonically_increasing_id().bitwiseAND((1 << ROW_BITS) - 1)
     labelled = (
-        trace.filter(kind.isin("deliver", "submit"))
-        .select("run", "node", "i", "msg", (kind == "deliver").alias("delivered"))
-        .join(F.broadcast(groups), ["run", "node"])  # also keeps just the layout's runs
+        trace.filter(kind.isin("deliver", "submit") & F.col("run").isNotNull())
+        .filter(F.col("node").isNotNull())  # xxhash64 skips nulls: keep them out
+        .select(
+            F.xxhash64("run", "node").alias("pair"),
+            "i",
+            "msg",
+            (kind == "deliver").alias("delivered"),
+        )
+        .join(F.broadcast(groups), "pair")  # also keeps just the layout's runs
         .select("rid", "msg", key.alias("key"))
         .repartition(layout.partitions, "rid")
         .sortWithinPartitions("key")
