@@ -101,7 +101,9 @@ def test_the_session_plans_without_python_call_sites(spark: Any) -> None:
 def test_the_session_does_not_checksum_shuffled_rows(spark: Any) -> None:
     """The lab session leaves out Spark's per-row checksum of shuffled rows (a hash of
     every row the certificate shuffles); the checks' stages are deterministic."""
-    assert spark.conf.get("spark.sql.shuffle.orderIndependentChecksum.enabled") == "false"
+    checksum = "spark.sql.shuffle.orderIndependentChecksum"
+    assert spark.conf.get(f"{checksum}.enabled") == "false"
+    assert spark.conf.get(f"{checksum}.enableFullRetryOnMismatch") == "false"
 
 
 def test_java_version_parsing() -> None:

@@ -152,11 +152,13 @@ def spark_session(
         # on the driver, so without it planning takes about a quarter less time
         # (docs/benchmarks.md). Errors still name the failing expression.
         "spark.python.sql.dataFrameDebugging.enabled": "false",
-        # Spark 4.3 hashes every shuffled row into a checksum by default, to find map
-        # tasks whose retry wrote other rows (nondeterministic stages); the checks'
-        # stages are deterministic, and on the certificate's ten million rows the
-        # hashing is a few percent of a check (docs/benchmarks.md)
+        # Spark 4.3 hashes every shuffled row into a checksum, to find map tasks whose
+        # retry wrote other rows (nondeterministic stages) and then retry the stages
+        # that read them; it does so while either setting is on. The checks' stages
+        # are deterministic, and on the certificate's ten million rows the hashing is
+        # a few percent of a check (docs/benchmarks.md)
         "spark.sql.shuffle.orderIndependentChecksum.enabled": "false",
+        "spark.sql.shuffle.orderIndependentChecksum.enableFullRetryOnMismatch": "false",
     }
     if shuffle_partitions is not None:
         settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
