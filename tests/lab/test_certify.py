@@ -358,3 +358,23 @@ def test_runs_whose_pair_hash_collides_fail(spark: Any, monkeypatch: Any) -> Non
     monkeypatch.undo()
     assert failed_runs(frame, layout) == {"one", "other"}
     assert _failed(frame, 2) == set()
+
+
+def test_equal_counters_are_not_ordered_but_smaller_ones_are(spark: Any) -> None:
+    """Two messages of one sender with equal counters (``A:02`` and ``A:2``) may be
+    delivered in either order: fifo ignores their mutual order and so does the
+    certificate. A smaller counter delivered after both (``A:001``, last) breaks fifo:
+    that run fails the certificate, and the exact check finds it."""
+    rows = []
+    for run, renames in (("ties", {"A:1": "A:02"}), ("late", {"A:1": "A:02", "A:3": "A:001"})):
+        part = steady(run)
+        for r in part:
+            r["msg"] = renames.get(r["msg"], r["msg"])
+        rows += part
+    frame = _frame(spark, rows, RUN_SCOPED)
+    assert _failed(frame, 1) == {"late"}
+    claims = {RUN_SCOPED: PROPERTIES}
+    by = {r.property: r for r in run_checks(frame, overrides=claims, partitions=1)}
+    assert by["fifo"].runs_certified == 1
+    assert {c["run"] for c in by["fifo"].counterexamples} == {"late"}
+    assert by["total_order"].runs_certified == 1  # "late" fails as a whole run
