@@ -378,3 +378,15 @@ def test_equal_counters_are_not_ordered_but_smaller_ones_are(spark: Any) -> None
     assert by["fifo"].runs_certified == 1
     assert {c["run"] for c in by["fifo"].counterexamples} == {"late"}
     assert by["total_order"].runs_certified == 1  # "late" fails as a whole run
+
+
+def test_rows_without_a_node_send_their_run_to_the_exact_checks(spark: Any) -> None:
+    """A row with no node cannot be placed in the layout: its run fails the
+    certificate (no error) and so takes the exact path; the other runs are proved."""
+    from pyspark.sql import functions as F
+
+    frame = _frame(spark, steady("clean") + steady("nameless"), RUN_SCOPED)
+    lost = (F.col("run") == "nameless") & (F.col("node") == "B") & (F.col("i") == 5)
+    frame = frame.withColumn("node", F.when(~lost, F.col("node")))
+    assert frame.filter(F.col("node").isNull()).count() == 1
+    assert _failed(frame, 2) == {"nameless"}

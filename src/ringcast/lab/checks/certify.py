@@ -97,8 +97,12 @@ def plan_layout(nodes: Iterable[NodeInfo], partitions: int) -> Layout:
     hashes to (:func:`hash_partition`, the hash ``repartition`` uses) and, per partition,
     give its (run, node)s, in (rid, node) order, as slot the row index its first
     delivery will have there: the deliveries of the (run, node)s before it. Runs with a
-    (run, node) whose :func:`xxhash64` is not its own are excluded."""
+    (run, node) whose :func:`xxhash64` is not its own, or with rows of no node, are
+    excluded; rows of no run are left out."""
     nodes = list(nodes)
+    # rows without a run or a node cannot be labelled: their runs take the exact path
+    unnamed = {n.run for n in nodes if n.node is None}
+    nodes = [n for n in nodes if n.run is not None and n.run not in unnamed]
     deliveries = sum(n.deliveries for n in nodes)
     partitions = max(partitions, -(-deliveries // ROWS_PER_PARTITION))
     per_run: dict[str, list[NodeInfo]] = {}
@@ -107,7 +111,7 @@ def plan_layout(nodes: Iterable[NodeInfo], partitions: int) -> Layout:
     excluded = {
         run for run, ns in per_run.items() if any(n.imin < 0 or n.imax >= 1 << I_BITS for n in ns)
     }
-    excluded |= _colliding(nodes)
+    excluded |= _colliding(nodes) | unnamed
     runs = sorted(set(per_run) - excluded)
     if not runs:
         return Layout([], frozenset(excluded), partitions)
