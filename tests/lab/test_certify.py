@@ -129,7 +129,7 @@ def test_labels_count_from_zero_per_node(shapes: Any) -> None:
     assert not layout.excluded
     delivered = {(n.run, n.node): n.deliveries for n in nodes}
     offset = 0
-    for run, node, _rid, slot in layout.groups:
+    for run, node, _rid, slot, _pair in layout.groups:
         assert slot == offset
         offset += delivered[(run, node)]
 

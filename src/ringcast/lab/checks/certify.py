@@ -84,9 +84,10 @@ aggregation with no shuffle below it in one step, on the general map only."""
 @dataclass(frozen=True)
 class Layout:
     """Where each (run, node)'s deliveries land: ``groups`` rows are (run, node, rid,
-    slot); ``excluded`` runs cannot be laid out and fail the certificate."""
+    slot, pair), ``pair`` the (run, node)'s :func:`xxhash64`; ``excluded`` runs cannot
+    be laid out and fail the certificate."""
 
-    groups: list[tuple[str, str, int, int]]
+    groups: list[tuple[str, str, int, int, int]]
     excluded: frozenset[str]
     partitions: int
 
@@ -101,8 +102,9 @@ def plan_layout(nodes: Iterable[NodeInfo], partitions: int) -> Layout:
     excluded; rows of no run are left out."""
     nodes = list(nodes)
     # rows without a run or a node cannot be labelled: their runs take the exact path
-    unnamed = {n.run for n in nodes if n.node is None}
+    unnamed = {n.run for n in nodes if n.node is None and n.run is not None}
     nodes = [n for n in nodes if n.run is not None and n.run not in unnamed]
+    pair = {(n.run, n.node): xxhash64(n.run, n.node) for n in nodes}
     deliveries = sum(n.deliveries for n in nodes)
     partitions = max(partitions, -(-deliveries // ROWS_PER_PARTITION))
     per_run: dict[str, list[NodeInfo]] = {}
@@ -111,14 +113,14 @@ def plan_layout(nodes: Iterable[NodeInfo], partitions: int) -> Layout:
     excluded = {
         run for run, ns in per_run.items() if any(n.imin < 0 or n.imax >= 1 << I_BITS for n in ns)
     }
-    excluded |= _colliding(nodes) | unnamed
+    excluded |= _colliding(pair) | unnamed
     runs = sorted(set(per_run) - excluded)
     if not runs:
         return Layout([], frozenset(excluded), partitions)
     by_partition: dict[int, list[int]] = {}
     for rid in range(len(runs)):
         by_partition.setdefault(hash_partition(rid, partitions), []).append(rid)
-    groups: list[tuple[str, str, int, int]] = []
+    groups: list[tuple[str, str, int, int, int]] = []
     for members in by_partition.values():
         offset = 0
         for rid in members:
@@ -128,16 +130,16 @@ def plan_layout(nodes: Iterable[NodeInfo], partitions: int) -> Layout:
                 excluded.add(run)
                 continue
             for n in ns:
-                groups.append((run, n.node, rid, offset))
+                groups.append((run, n.node, rid, offset, pair[(run, n.node)]))
                 offset += n.deliveries
     return Layout(groups, frozenset(excluded), partitions)
 
 
-def _colliding(nodes: list[NodeInfo]) -> set[str]:
-    """The runs with a (run, node) whose :func:`xxhash64` another (run, node) has."""
+def _colliding(pair: dict[tuple[str, str], int]) -> set[str]:
+    """The runs with a (run, node) whose hash in ``pair`` another (run, node) has."""
     seen: dict[int, list[str]] = {}
-    for n in nodes:
-        seen.setdefault(xxhash64(n.run, n.node), []).append(n.run)
+    for (run, _node), h in pair.items():
+        seen.setdefault(h, []).append(run)
     return {run for runs in seen.values() if len(runs) > 1 for run in runs}
 
 
@@ -241,7 +243,7 @@ def failed_runs(trace: DataFrame, layout: Layout) -> set[str]:
         return set(layout.excluded)
     spark = trace.sparkSession
     groups = spark.createDataFrame(
-        [(xxhash64(run, node), rid, slot) for run, node, rid, slot in layout.groups],
+        [(pair, rid, slot) for _run, _node, rid, slot, pair in layout.groups],
         "pair long, rid long, slot long",
     )
     kind = F.col("kind")
@@ -251,8 +253,10 @@ def failed_runs(trace: DataFrame, layout: Layout) -> set[str]:
     )
     in_partition = F.monotonically_increasing_id().bitwiseAND((1 << ROW_BITS) - 1)
     labelled = (
-        trace.filter(kind.isin("deliver", "submit") & F.col("run").isNotNull())
-        .filter(F.col("node").isNotNull())  # xxhash64 skips nulls: keep them out
+        # xxhash64 skips nulls: rows of no run or node are kept out
+        trace.filter(
+            kind.isin("deliver", "submit") & F.col("run").isNotNull() & F.col("node").isNotNull()
+        )
         .select(
             F.xxhash64("run", "node").alias("pair"),
             "i",
@@ -303,5 +307,5 @@ def failed_runs(trace: DataFrame, layout: Layout) -> set[str]:
         .distinct()
         .collect()
     )
-    runs = {rid: run for run, _node, rid, _slot in layout.groups}
+    runs = {rid: run for run, _node, rid, _slot, _pair in layout.groups}
     return {runs[r.rid] for r in failed} | set(layout.excluded)
