@@ -106,6 +106,25 @@ def test_the_session_does_not_checksum_shuffled_rows(spark: Any) -> None:
     assert spark.conf.get(f"{checksum}.enableFullRetryOnMismatch") == "false"
 
 
+def test_a_small_trace_file_is_read_by_a_task_a_core(spark: Any, tmp_path: Path) -> None:
+    """A trace written by ringcast's trace writer is small for the work in it; the lab
+    session still splits it between the cores (Spark's default cost of opening a file,
+    4 MB, would give the whole file to one task)."""
+    from ringcast.lab.load import load_traces
+    from ringcast.trace.writer import ParquetTraceWriter
+
+    path = tmp_path / "trace.parquet"
+    rows = [r for k in range(20) for r in clean_trace(f"r{k}", seed=k)]
+    with ParquetTraceWriter(path, batch_rows=200) as writer:
+        writer.write_batch(to_table(rows))
+    assert path.stat().st_size < 1 << 20
+    assert pq.ParquetFile(path).metadata.num_row_groups >= 4
+    trace = load_traces(spark, [path], protocol="raincore")
+    assert spark.sparkContext.defaultParallelism == 2
+    assert trace.rdd.getNumPartitions() >= 2
+    assert trace.count() == len(rows)
+
+
 def test_java_version_parsing() -> None:
     assert parse_java_version('openjdk version "17.0.9" 2023-10-17') == 17
     assert parse_java_version('java version "1.8.0_381"') == 8

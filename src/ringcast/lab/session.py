@@ -159,6 +159,11 @@ def spark_session(
         # a few percent of a check (docs/benchmarks.md)
         "spark.sql.shuffle.orderIndependentChecksum.enabled": "false",
         "spark.sql.shuffle.orderIndependentChecksum.enableFullRetryOnMismatch": "false",
+        # trace files hold much work in few bytes (zstd, dictionaries, delta-coded
+        # times): with Spark's default cost of 4 MB for opening a file, a 3 MB trace of
+        # ten million events was read by one task on one core. Without it, the input
+        # splits are sized by their bytes alone, about one a core (docs/benchmarks.md)
+        "spark.sql.files.openCostInBytes": "0",
     }
     if shuffle_partitions is not None:
         settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
