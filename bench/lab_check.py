@@ -4,13 +4,16 @@
     python bench/lab_check.py [--sizes 1000000 10000000] [--masters local[1] local[2]]
         [--shuffle-per-core 1] [--no-pandas] [--repeat R] [--exact] [--pin]
         [--conf KEY=VALUE ...] [--compare] [--traces DIR ...] [--ceiling]
+        [--format ringcast|arrow ...]
 
 Each master runs in a fresh process (a cold JVM); ``--pin`` restricts it to as many
 CPUs as it has task slots.
 
 Each run of a synthetic trace has 5 nodes in one configuration; every message is
 submitted once and delivered by all 5 nodes in one order (so every property holds and
-every check does its full work). Prints one line per measurement: events, engine,
+every check does its full work). The traces are written by ringcast's trace writer
+unless ``--format`` says otherwise (:data:`FORMATS`; several formats are timed one
+after the other, each in fresh processes). Prints one line per measurement: events, engine,
 seconds, trace events per second, and (Linux) the CPU seconds the engine's process
 used and the share of the machine's CPU time stolen by its hypervisor meanwhile: on a
 shared virtual machine, events per CPU second compare engines where wall time cannot.
@@ -48,6 +51,15 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from ringcast.trace.schema import SCHEMA
+from ringcast.trace.writer import ParquetTraceWriter
+
+FORMATS = ("ringcast", "arrow")
+"""How the synthetic traces are written: ``ringcast``, by ringcast's own trace writer
+(:class:`~ringcast.trace.writer.ParquetTraceWriter`: row groups of 65,536 rows, zstd,
+dictionaries for the few-valued columns, ``msg`` and ``detail`` plain, ``t`` and ``i``
+delta-encoded), as every trace file of the simulator and the runtime is; ``arrow``,
+with pyarrow's defaults and one row group per run (every column dictionary-encoded,
+snappy), as this benchmark wrote them before."""
 
 NODES = ("A", "B", "C", "D", "E")
 MSGS_PER_RUN = 2000
@@ -74,11 +86,15 @@ def _add(
         cols[c].append(v if isinstance(v, pa.Array) else pa.array([v] * n, typ))
 
 
-def make_trace(events: int, path: Path) -> int:
-    """Write about ``events`` trace events to ``path``; return the exact count."""
+def make_trace(events: int, path: Path, fmt: str = "ringcast") -> int:
+    """Write about ``events`` trace events to ``path`` in format ``fmt`` (of
+    :data:`FORMATS`); return the exact count."""
     per_msg = 1 + len(NODES)
     runs = max(1, events // (per_msg * MSGS_PER_RUN))
-    writer = pq.ParquetWriter(path, SCHEMA)
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown trace format {fmt!r} (known: {', '.join(FORMATS)})")
+    trace = ParquetTraceWriter(path) if fmt == "ringcast" else None
+    writer = pq.ParquetWriter(path, SCHEMA) if trace is None else None
     total = 0
     k = np.arange(MSGS_PER_RUN, dtype=np.int64)
     sender_idx = k % len(NODES)
@@ -128,9 +144,13 @@ def make_trace(events: int, path: Path) -> int:
         table = pa.Table.from_arrays(
             [pa.concat_arrays(cols[c]) for c in SCHEMA.names], schema=SCHEMA
         )
-        writer.write_table(table)
+        if trace is not None:
+            trace.write_batch(table)
+        else:
+            assert writer is not None
+            writer.write_table(table)
         total += table.num_rows
-    writer.close()
+    (trace or writer).close()  # type: ignore[union-attr]
     return total
 
 
@@ -328,6 +348,13 @@ def main() -> None:
         help="time the suite on these trace directories instead of synthetic traces",
     )
     ap.add_argument(
+        "--format",
+        nargs="+",
+        choices=FORMATS,
+        default=["ringcast"],
+        help="how the synthetic traces are written (default: ringcast's trace writer)",
+    )
+    ap.add_argument(
         "--ceiling",
         action="store_true",
         help="also run two local[1] suites at once, one per CPU (Linux): the speed-up "
@@ -337,23 +364,31 @@ def main() -> None:
     conf = dict(kv.split("=", 1) for kv in args.conf)
     confs = [("", {}), (" +conf", conf)] if args.compare else [("", conf)]
     with tempfile.TemporaryDirectory() as tmp:
-        synthetic = [(Path(tmp) / f"trace-{s}.parquet", s) for s in args.sizes]
-        inputs: list[tuple[Path, int | None]] = [(d, None) for d in args.traces] or synthetic
-        for path, size in inputs:
+        synthetic: list[tuple[Path, int | None, str]] = [
+            (Path(tmp) / f"trace-{fmt}-{s}.parquet", s, fmt)
+            for s in args.sizes
+            for fmt in args.format
+        ]
+        inputs = [(d, None, "") for d in args.traces] or synthetic
+        for path, size, fmt in inputs:
             if size is None:
                 n = ds.dataset(path, format="parquet", partitioning="hive").count_rows()
             else:
-                n = make_trace(size, path)
+                n = make_trace(size, path, fmt)
+                if len(args.format) > 1:
+                    print(f"{n:>10} events  written as {fmt}: {path.stat().st_size:,} bytes")
+            tag_fmt = f" [{fmt}]" if len(args.format) > 1 else ""
             if not args.no_pandas and size is not None:
                 sample = measured(os.getpid(), functools.partial(pandas_total_order, path))
-                print(f"{n:>10} events  pandas total_order  {_line(n, sample)}", flush=True)
+                line = _line(n, sample)
+                print(f"{n:>10} events  pandas total_order{tag_fmt}  {line}", flush=True)
             for master, certify, (tag, settings) in itertools.product(
                 args.masters, (True, False) if args.exact else (True,), confs
             ):
                 runs = spark_in_child(
                     path, master, args.shuffle_per_core, args.repeat, certify, args.pin, settings
                 )
-                label = ("all properties" if certify else "exact checks  ") + tag
+                label = ("all properties" if certify else "exact checks  ") + tag + tag_fmt
                 for k, sample in enumerate(runs):
                     print(
                         f"{n:>10} events  spark {master:9} {label} "
@@ -365,7 +400,8 @@ def main() -> None:
                 for copy, (cpu, runs) in enumerate(both):
                     for k, sample in enumerate(runs):
                         print(
-                            f"{n:>10} events  spark local[1]x2 copy {copy} on cpu {cpu}    "
+                            f"{n:>10} events  spark local[1]x2 copy {copy} "
+                            f"on cpu {cpu}{tag_fmt}    "
                             f"{'cold' if k == 0 else 'warm'}  {_line(n, sample)}",
                             flush=True,
                         )
