@@ -234,7 +234,7 @@ def test_checks_without_deliveries_run_beside_the_certificate(spark: Any, monkey
 
     seen = _rounds(monkeypatch)
     first_round = threading.Event()
-    exact, prove = runner._exact, runner.failed_runs
+    exact, prove = runner._exact, runner._prove
     overlapped: list[bool] = []
 
     def round_(ctx: Any, plans: Any, todo: Any, *args: Any) -> None:
@@ -242,12 +242,12 @@ def test_checks_without_deliveries_run_beside_the_certificate(spark: Any, monkey
             first_round.set()
         exact(ctx, plans, todo, *args)
 
-    def certificate(trace: Any, layout: Any) -> set[str]:
+    def certificate(sc: Any, planned: Any) -> set[str]:
         overlapped.append(first_round.wait(timeout=120))  # a deadlock guard, not a delay
-        return prove(trace, layout)
+        return prove(sc, planned)
 
     monkeypatch.setattr(runner, "_exact", round_)
-    monkeypatch.setattr(runner, "failed_runs", certificate)
+    monkeypatch.setattr(runner, "_prove", certificate)
     frame = _frame(spark, steady("clean") + swapped(steady("bad")), RUN_SCOPED)
     results = {r.property: r for r in run_checks(frame, overrides={RUN_SCOPED: PROPERTIES})}
     assert overlapped == [True]
@@ -293,21 +293,33 @@ def test_a_context_with_deliveries_shares_the_inventory(spark: Any) -> None:
 
 def test_the_certificate_runs_in_its_own_pool(spark: Any, monkeypatch: Any) -> None:
     """The session schedules fairly and the certificate's jobs go to their own pool, so
-    that the checks beside it get task slots; the caller's thread stays out of it."""
+    that the checks beside it get task slots; the caller's thread stays out of it but
+    plans the certificate, so that its job starts before the others are planned."""
+    import threading
+
     from ringcast.lab.checks import runner
 
     assert spark.sparkContext.getConf().get("spark.scheduler.mode") == "FAIR"
     pools: list[str | None] = []
-    prove = runner.failed_runs
+    planned_on: list[str] = []
+    run = certify.Certificate.failed_runs
+    plan = runner.certificate
 
-    def spy(trace: Any, layout: Any) -> set[str]:
+    def spy(self: Any) -> set[str]:
         pools.append(spark.sparkContext.getLocalProperty(runner.POOL))
-        return prove(trace, layout)
+        return run(self)
 
-    monkeypatch.setattr(runner, "failed_runs", spy)
+    def planner(trace: Any, layout: Any) -> Any:
+        planned_on.append(threading.current_thread().name)
+        return plan(trace, layout)
+
+    monkeypatch.setattr(certify.Certificate, "failed_runs", spy)
+    monkeypatch.setattr(runner, "certificate", planner)
     frame = _frame(spark, steady("clean"), RUN_SCOPED)
     results = {r.property: r for r in run_checks(frame, overrides={RUN_SCOPED: PROPERTIES})}
     assert pools == [runner.CERTIFICATE_POOL]
+    # planned on the caller's thread, before the other checks are: run in the pool's
+    assert planned_on == [threading.current_thread().name]
     assert results["total_order"].runs_certified == 1
     assert spark.sparkContext.getLocalProperty(runner.POOL) is None
 
@@ -390,3 +402,15 @@ def test_rows_without_a_node_send_their_run_to_the_exact_checks(spark: Any) -> N
     frame = frame.withColumn("node", F.when(~lost, F.col("node")))
     assert frame.filter(F.col("node").isNull()).count() == 1
     assert _failed(frame, 2) == {"nameless"}
+
+
+def test_small_frames_are_local_relations(spark: Any) -> None:
+    """The driver's small tables (the certificate's layout, the runs a round reads,
+    the runs' ends) are local relations: broadcasting one runs no Spark job."""
+    from ringcast.lab.checks.context import small_frame
+
+    frame = small_frame(spark, [("a", 1), (None, -(1 << 63))], "run string, tmax long")
+    assert frame._jdf.queryExecution().analyzed().nodeName() == "LocalRelation"
+    assert frame.schema.simpleString() == "struct<run:string,tmax:bigint>"
+    assert [tuple(r) for r in frame.collect()] == [("a", 1), (None, -(1 << 63))]
+    assert small_frame(spark, [], "run string").collect() == []

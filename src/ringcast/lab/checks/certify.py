@@ -58,7 +58,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ringcast.lab.checks.context import NodeInfo, msg_counter, msg_sender
+from ringcast.lab.checks.context import NodeInfo, msg_counter, msg_sender, small_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -232,17 +232,42 @@ def hash_partition(value: int, partitions: int) -> int:
     return signed % partitions
 
 
+@dataclass(frozen=True)
+class Certificate:
+    """A certificate planned over a trace (:func:`certificate`): ``frame`` lists the
+    numbers (``rid``) of the laid-out runs that fail, None when none is laid out."""
+
+    frame: DataFrame | None
+    layout: Layout
+
+    def failed_runs(self) -> set[str]:
+        """Run the certificate (one Spark job): the runs of the layout that fail it or
+        that it could not lay out; every other run of the layout is certified for
+        :data:`CERTIFIED`."""
+        if self.frame is None:
+            return set(self.layout.excluded)
+        runs = {rid: run for run, _node, rid, _slot, _pair in self.layout.groups}
+        return {runs[r.rid] for r in self.frame.collect()} | set(self.layout.excluded)
+
+
 def failed_runs(trace: DataFrame, layout: Layout) -> set[str]:
     """The runs of ``layout`` whose deliveries fail the certificate (or that it could
     not lay out). ``trace`` has the trace columns; every other run of ``layout`` is
     certified for :data:`CERTIFIED`."""
+    return certificate(trace, layout).failed_runs()
+
+
+def certificate(trace: DataFrame, layout: Layout) -> Certificate:
+    """Plan the certificate of the runs of ``layout`` over ``trace`` (no Spark job yet:
+    :meth:`Certificate.failed_runs` runs it)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     if not layout.groups:
-        return set(layout.excluded)
+        return Certificate(None, layout)
     spark = trace.sparkSession
-    groups = spark.createDataFrame(
+    groups = small_frame(
+        spark,
         [(pair, rid, slot) for _run, _node, rid, slot, pair in layout.groups],
         "pair long, rid long, slot long",
     )
@@ -305,7 +330,5 @@ def failed_runs(trace: DataFrame, layout: Layout) -> set[str]:
         .filter(F.col("bad") | (F.col("counter").isNotNull() & (F.col("below") >= F.col("lo"))))
         .select("rid")
         .distinct()
-        .collect()
     )
-    runs = {rid: run for run, _node, rid, _slot, _pair in layout.groups}
-    return {runs[r.rid] for r in failed} | set(layout.excluded)
+    return Certificate(failed, layout)

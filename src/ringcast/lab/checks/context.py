@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ringcast.lab.properties import DEFAULT_TOTAL_ORDERS, TOTAL_ORDERS
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 KINDS = ("deliver", "submit", "view", "fault", "lock", "state", "leader", "stats", "token")
 RESET_ACTIONS = ("crash", "restart", "join", "leave")
@@ -154,7 +154,7 @@ class CheckContext:
             df = self.trace.filter((keep & ~big) | token)
         if self.delivery_runs:
             spark = self.trace.sparkSession
-            runs = spark.createDataFrame([(r,) for r in sorted(self.delivery_runs)], "run string")
+            runs = small_frame(spark, [(r,) for r in sorted(self.delivery_runs)], "run string")
             df = df.unionByName(self.trace.filter(big).join(F.broadcast(runs), "run", "left_semi"))
         df = df.select(
             "run",
@@ -326,7 +326,18 @@ class CheckContext:
         """(run, tmax): the last time of each run, as a small DataFrame."""
         spark = self.trace.sparkSession
         data = [(r["run"], int(r["tmax"])) for r in self.run_info]
-        return spark.createDataFrame(data, "run string, tmax long")
+        return small_frame(spark, data, "run string, tmax long")
+
+
+def small_frame(spark: SparkSession, rows: list[tuple[Any, ...]], schema: str) -> DataFrame:
+    """A small DataFrame of the driver's ``rows`` with ``schema`` ("name type, ..."),
+    made through pandas and Arrow so that it is a local relation: a broadcast of it
+    needs no Spark job, where one of a frame made from a list of rows first runs a job
+    to collect the rows back from the executors."""
+    import pandas as pd
+
+    names = [field.split()[0] for field in schema.split(",")]
+    return spark.createDataFrame(pd.DataFrame.from_records(rows, columns=names), schema)
 
 
 def in_protocols(protocols: set[str] | frozenset[str]) -> Column:

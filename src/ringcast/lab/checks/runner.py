@@ -6,13 +6,13 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ringcast.lab.checks.certify import CERTIFIED, failed_runs, plan_layout
-from ringcast.lab.checks.context import VIOLATION_COLUMNS, CheckContext
+from ringcast.lab.checks.certify import CERTIFIED, Certificate, certificate, plan_layout
+from ringcast.lab.checks.context import VIOLATION_COLUMNS, CheckContext, small_frame
 from ringcast.lab.properties import PROPERTIES, claims
 
 if TYPE_CHECKING:
@@ -84,7 +84,9 @@ def run_checks(
 
     1. the properties that read no delivery, *while* the certificate's job runs in a
        thread of its own: their planning on the driver and their small jobs fill the
-       cores the certificate leaves idle (:data:`READS_DELIVERIES`);
+       cores the certificate leaves idle (:data:`READS_DELIVERIES`). The certificate
+       is planned first, on the caller's thread, so that its job is under way before
+       the driver turns to the others;
     2. then the properties that read deliveries, over the runs the certificate left
        (none when it proved every run and no other of them applies).
     """
@@ -122,10 +124,10 @@ def run_checks(
                 runs = [r for r in runs if regular.get(r, 0) >= 2]
             exact[name] = runs
         with ThreadPoolExecutor(1, thread_name_prefix="ringcast-certificate") as pool:
-            certificate = pool.submit(_certified, ctx, plans) if certify else None
+            proof = _start_certificate(ctx, plans, pool) if certify else None
             first = {n: runs for n, runs in exact.items() if n not in READS_DELIVERIES}
             _exact(ctx, plans, first, examples, "the properties that read no delivery")
-            certified = certificate.result() if certificate is not None else set()
+            certified = proof.result() if proof is not None else set()
         second: dict[str, list[str]] = {}
         for name, result, _active, runs in plans:
             if name in READS_DELIVERIES:
@@ -221,26 +223,34 @@ def _plan_one(
     return result, active, sorted(checked_runs)
 
 
-def _certified(
-    ctx: CheckContext, plans: list[tuple[str, PropertyResult, frozenset[str], list[str]]]
-) -> set[str]:
-    """The runs the certificate proves total_order, fifo and integrity for, among those
-    that one of these properties is checked on. Its jobs go to a scheduler pool of
-    their own (:data:`CERTIFICATE_POOL`)."""
+def _start_certificate(
+    ctx: CheckContext,
+    plans: list[tuple[str, PropertyResult, frozenset[str], list[str]]],
+    pool: ThreadPoolExecutor,
+) -> Future[set[str]]:
+    """Plan the certificate of the runs that total_order, fifo or integrity is checked
+    on (on this thread) and run it in ``pool``: the future's result is the runs it
+    proves the three properties for."""
     wanted = {r for name, _res, _act, runs in plans if name in CERTIFIED for r in runs}
     nodes = [n for n in ctx.run_nodes if n.run in wanted]
-    if not nodes:
-        return set()
     spark = ctx.trace.sparkSession
     partitions = ctx.partitions or int(spark.conf.get("spark.sql.shuffle.partitions") or 2)
+    with _phase(spark.sparkContext, "ringcast check: plan the certificate"):
+        planned = certificate(ctx.trace, plan_layout(nodes, partitions)) if nodes else None
+    runs = {n.run for n in nodes}
     sc = spark.sparkContext
+    return pool.submit(lambda: runs - _prove(sc, planned) if planned is not None else set())
+
+
+def _prove(sc: Any, planned: Certificate) -> set[str]:
+    """Run a planned certificate: the runs that fail it. Its job goes to a scheduler
+    pool of its own (:data:`CERTIFICATE_POOL`)."""
     sc.setLocalProperty(POOL, CERTIFICATE_POOL)
     try:
         with _phase(sc, "ringcast check: certificate"):
-            failed = failed_runs(ctx.trace, plan_layout(nodes, partitions))
+            return planned.failed_runs()
     finally:
         sc.setLocalProperty(POOL, None)
-    return {n.run for n in nodes} - failed
 
 
 def _tagged(ctx: CheckContext, module: Any, active: frozenset[str]) -> DataFrame:
@@ -263,7 +273,7 @@ def _count(
     from pyspark.sql import functions as F
 
     spark = ctx.trace.sparkSession
-    checked = spark.createDataFrame(scopes, "property string, run string")
+    checked = small_frame(spark, scopes, "property string, run string")
     allv = frames[0]
     for f in frames[1:]:
         allv = allv.unionByName(f)
