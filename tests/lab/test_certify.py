@@ -414,3 +414,5 @@ def test_small_frames_are_local_relations(spark: Any) -> None:
     assert frame.schema.simpleString() == "struct<run:string,tmax:bigint>"
     assert [tuple(r) for r in frame.collect()] == [("a", 1), (None, -(1 << 63))]
     assert small_frame(spark, [], "run string").collect() == []
+    longs = small_frame(spark, [(1, None), (None, 1 << 62)], "a long, b long")
+    assert [tuple(r) for r in longs.collect()] == [(1, None), (None, 1 << 62)]

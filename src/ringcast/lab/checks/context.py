@@ -337,7 +337,9 @@ def small_frame(spark: SparkSession, rows: list[tuple[Any, ...]], schema: str) -
     import pandas as pd
 
     names = [field.split()[0] for field in schema.split(",")]
-    return spark.createDataFrame(pd.DataFrame.from_records(rows, columns=names), schema)
+    # object columns: pandas would turn a long column with a None into floats
+    columns = {n: pd.Series([row[k] for row in rows], dtype=object) for k, n in enumerate(names)}
+    return spark.createDataFrame(pd.DataFrame(columns), schema)
 
 
 def in_protocols(protocols: set[str] | frozenset[str]) -> Column:

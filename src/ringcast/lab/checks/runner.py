@@ -234,11 +234,11 @@ def _start_certificate(
     wanted = {r for name, _res, _act, runs in plans if name in CERTIFIED for r in runs}
     nodes = [n for n in ctx.run_nodes if n.run in wanted]
     spark = ctx.trace.sparkSession
+    sc = spark.sparkContext
     partitions = ctx.partitions or int(spark.conf.get("spark.sql.shuffle.partitions") or 2)
-    with _phase(spark.sparkContext, "ringcast check: plan the certificate"):
+    with _phase(sc, "ringcast check: plan the certificate"):
         planned = certificate(ctx.trace, plan_layout(nodes, partitions)) if nodes else None
     runs = {n.run for n in nodes}
-    sc = spark.sparkContext
     return pool.submit(lambda: runs - _prove(sc, planned) if planned is not None else set())
 
 
