@@ -93,8 +93,12 @@ def make_trace(events: int, path: Path, fmt: str = "ringcast") -> int:
     runs = max(1, events // (per_msg * MSGS_PER_RUN))
     if fmt not in FORMATS:
         raise ValueError(f"unknown trace format {fmt!r} (known: {', '.join(FORMATS)})")
-    trace = ParquetTraceWriter(path) if fmt == "ringcast" else None
-    writer = pq.ParquetWriter(path, SCHEMA) if trace is None else None
+    if fmt == "ringcast":
+        writer = ParquetTraceWriter(path)
+        write = writer.write_batch
+    else:
+        writer = pq.ParquetWriter(path, SCHEMA)
+        write = writer.write_table
     total = 0
     k = np.arange(MSGS_PER_RUN, dtype=np.int64)
     sender_idx = k % len(NODES)
@@ -144,13 +148,9 @@ def make_trace(events: int, path: Path, fmt: str = "ringcast") -> int:
         table = pa.Table.from_arrays(
             [pa.concat_arrays(cols[c]) for c in SCHEMA.names], schema=SCHEMA
         )
-        if trace is not None:
-            trace.write_batch(table)
-        else:
-            assert writer is not None
-            writer.write_table(table)
+        write(table)
         total += table.num_rows
-    (trace or writer).close()  # type: ignore[union-attr]
+    writer.close()
     return total
 
 

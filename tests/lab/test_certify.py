@@ -302,8 +302,9 @@ def test_the_certificate_runs_in_its_own_pool(spark: Any, monkeypatch: Any) -> N
     assert spark.sparkContext.getConf().get("spark.scheduler.mode") == "FAIR"
     pools: list[str | None] = []
     planned_on: list[str] = []
+    order: list[str] = []
     run = certify.Certificate.failed_runs
-    plan = runner.certificate
+    plan, exact = runner.certificate, runner._exact
 
     def spy(self: Any) -> set[str]:
         pools.append(spark.sparkContext.getLocalProperty(runner.POOL))
@@ -311,15 +312,22 @@ def test_the_certificate_runs_in_its_own_pool(spark: Any, monkeypatch: Any) -> N
 
     def planner(trace: Any, layout: Any) -> Any:
         planned_on.append(threading.current_thread().name)
+        order.append("certificate")
         return plan(trace, layout)
+
+    def round_(*args: Any) -> None:
+        order.append("round")
+        exact(*args)
 
     monkeypatch.setattr(certify.Certificate, "failed_runs", spy)
     monkeypatch.setattr(runner, "certificate", planner)
+    monkeypatch.setattr(runner, "_exact", round_)
     frame = _frame(spark, steady("clean"), RUN_SCOPED)
     results = {r.property: r for r in run_checks(frame, overrides={RUN_SCOPED: PROPERTIES})}
     assert pools == [runner.CERTIFICATE_POOL]
     # planned on the caller's thread, before the other checks are: run in the pool's
     assert planned_on == [threading.current_thread().name]
+    assert order[0] == "certificate" and "round" in order
     assert results["total_order"].runs_certified == 1
     assert spark.sparkContext.getLocalProperty(runner.POOL) is None
 

@@ -233,13 +233,15 @@ def _start_certificate(
     proves the three properties for."""
     wanted = {r for name, _res, _act, runs in plans if name in CERTIFIED for r in runs}
     nodes = [n for n in ctx.run_nodes if n.run in wanted]
+    if not nodes:
+        return pool.submit(set)
     spark = ctx.trace.sparkSession
     sc = spark.sparkContext
     partitions = ctx.partitions or int(spark.conf.get("spark.sql.shuffle.partitions") or 2)
     with _phase(sc, "ringcast check: plan the certificate"):
-        planned = certificate(ctx.trace, plan_layout(nodes, partitions)) if nodes else None
+        planned = certificate(ctx.trace, plan_layout(nodes, partitions))
     runs = {n.run for n in nodes}
-    return pool.submit(lambda: runs - _prove(sc, planned) if planned is not None else set())
+    return pool.submit(lambda: runs - _prove(sc, planned))
 
 
 def _prove(sc: Any, planned: Certificate) -> set[str]:
