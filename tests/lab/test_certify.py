@@ -4,6 +4,7 @@ checking with it gives exactly the results of the exact checks alone."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from ringcast.lab.checks.context import CheckContext
 from ringcast.lab.properties import PROPERTIES
 
 NODES = ("A", "B", "C", "D")
+TOKEN_OPS = ("sent", "returned", "dropped")
 RUN_SCOPED = "certproto"  # not in ORDER_SCOPE: total order over the whole run
 
 
@@ -289,6 +291,39 @@ def test_a_context_with_deliveries_shares_the_inventory(spark: Any) -> None:
     finally:
         late.close()
         ctx.close()
+
+
+def test_the_annotation_keeps_the_rows_of_its_kinds(spark: Any) -> None:
+    """The annotation names the few-row kinds (no byte comparison for a delivery) and
+    keeps exactly the rows the checks read: every kind of ``KINDS`` (token rows with an
+    op the checks use) without ``delivery_runs``, all but deliveries and submits with
+    none; the certificate tells deliveries from submits by the length of the kind."""
+    from ringcast.lab.checks.context import KINDS, SMALL_KINDS
+
+    assert set(SMALL_KINDS) | {"deliver", "submit", "token"} == set(KINDS)
+    assert all(len(k) != len("deliver") for k in SMALL_KINDS)
+    assert len("deliver") != len("submit")
+    rows = clean_trace("one") + clean_trace("two")
+    frame = _frame(spark, rows, "raincore")
+    kept = [
+        r
+        for r in rows
+        if r["kind"] in KINDS
+        and (r["kind"] != "token" or json.loads(r["detail"] or "{}").get("op") in TOKEN_OPS)
+    ]
+    small = [r for r in kept if r["kind"] not in ("deliver", "submit")]
+    assert {r["kind"] for r in small} - {"token"}, "the trace has few-row kinds"
+    for ctx, expected in (
+        (CheckContext(frame), kept),
+        (CheckContext(frame, delivery_runs=frozenset()), small),
+    ):
+        try:
+            got = sorted(
+                (r.run, r.node, r.i) for r in ctx.rows.select("run", "node", "i").collect()
+            )
+            assert got == sorted((r["run"], r["node"], r["i"]) for r in expected)
+        finally:
+            ctx.close()
 
 
 def test_the_certificate_runs_in_its_own_pool(spark: Any, monkeypatch: Any) -> None:
