@@ -371,13 +371,13 @@ def main() -> None:
         ]
         inputs = [(d, None, "") for d in args.traces] or synthetic
         for path, size, fmt in inputs:
+            tag_fmt = f" [{fmt}]" if len(args.format) > 1 else ""
             if size is None:
                 n = ds.dataset(path, format="parquet", partitioning="hive").count_rows()
             else:
                 n = make_trace(size, path, fmt)
-                if len(args.format) > 1:
+                if tag_fmt:
                     print(f"{n:>10} events  written as {fmt}: {path.stat().st_size:,} bytes")
-            tag_fmt = f" [{fmt}]" if len(args.format) > 1 else ""
             if not args.no_pandas and size is not None:
                 sample = measured(os.getpid(), functools.partial(pandas_total_order, path))
                 line = _line(n, sample)

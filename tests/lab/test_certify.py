@@ -16,7 +16,6 @@ from ringcast.lab.checks.context import CheckContext
 from ringcast.lab.properties import PROPERTIES
 
 NODES = ("A", "B", "C", "D")
-TOKEN_OPS = ("sent", "returned", "dropped")
 RUN_SCOPED = "certproto"  # not in ORDER_SCOPE: total order over the whole run
 
 
@@ -298,7 +297,7 @@ def test_the_annotation_keeps_the_rows_of_its_kinds(spark: Any) -> None:
     keeps exactly the rows the checks read: every kind of ``KINDS`` (token rows with an
     op the checks use) without ``delivery_runs``, all but deliveries and submits with
     none; the certificate tells deliveries from submits by the length of the kind."""
-    from ringcast.lab.checks.context import KINDS, SMALL_KINDS
+    from ringcast.lab.checks.context import KINDS, SMALL_KINDS, TOKEN_OPS
 
     assert set(SMALL_KINDS) | {"deliver", "submit", "token"} == set(KINDS)
     assert all(len(k) != len("deliver") for k in SMALL_KINDS)

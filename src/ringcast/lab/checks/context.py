@@ -29,6 +29,8 @@ SMALL_KINDS = tuple(k for k in KINDS if k not in ("deliver", "submit", "token"))
 """The kinds with few rows: the annotation keeps them, and the ``token`` rows it needs.
 None is as long as ``deliver``, so a filter naming them drops a delivery without
 comparing its bytes."""
+TOKEN_OPS = ("sent", "returned", "dropped")
+"""The ``token`` rows the checks read (single_token): the token passed on or lost."""
 RESET_ACTIONS = ("crash", "restart", "join", "leave")
 KNOWN_ORDERS = ("agreed", "safe", "fifo")
 """The delivery orders of the trace schema (others are found too, more slowly)."""
@@ -144,9 +146,7 @@ class CheckContext:
         # the few-row kinds by name (SMALL_KINDS): a delivery is then dropped without
         # comparing its bytes, which "neither deliver nor submit" would compare
         small = F.col("kind").isin(*SMALL_KINDS)
-        token = (F.col("kind") == "token") & F.get_json_object("detail", "$.op").isin(
-            "sent", "returned", "dropped"
-        )
+        token = (F.col("kind") == "token") & F.get_json_object("detail", "$.op").isin(*TOKEN_OPS)
         if self.token_protocols is not None:
             token = (
                 token & F.col("protocol").isin(*sorted(self.token_protocols))
