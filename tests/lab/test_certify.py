@@ -325,6 +325,34 @@ def test_the_annotation_keeps_the_rows_of_its_kinds(spark: Any) -> None:
             ctx.close()
 
 
+def test_rows_mistaken_for_deliveries_only_fail_runs(spark: Any) -> None:
+    """The certificate takes every kind as long as ``deliver`` for a delivery without
+    comparing bytes, and matches submits by name. A row of another kind of that length
+    (``unknown``, not a trace kind) fails its run, and the exact checks, which ignore
+    it, find every property holding there; a row as long as ``submit`` that is not one
+    (``leader``) does not count as the submit of its message, whose run fails too, and
+    integrity's exact check reports the message as never sent."""
+    from ringcast.lab.checks.certify import DELIVERY_LENGTH
+    from ringcast.lab.checks.context import KINDS
+
+    assert [k for k in KINDS if len(k) == DELIVERY_LENGTH] == ["deliver"]
+    odd = steady("odd")
+    extra = dict(_delivered(odd, "B")[3], kind="unknown", order=None, t=10_000 * MS)
+    odd = renumber([*odd, extra])
+    unsent = steady("unsent")
+    submit = next(r for r in unsent if r["kind"] == "submit" and r["msg"] == "B:1")
+    submit["kind"], submit["order"] = "leader", None
+    frame = _frame(spark, steady("clean") + odd + unsent, RUN_SCOPED)
+    assert _failed(frame, 2) == {"odd", "unsent"}
+    claims = {RUN_SCOPED: ("total_order", "fifo", "integrity")}
+    by = {r.property: r for r in run_checks(frame, overrides=claims, partitions=2)}
+    assert by["total_order"].runs_certified == 1 and by["total_order"].violations == 0
+    assert by["fifo"].violations == 0
+    assert {(c["run"], tuple(c["msgs"])) for c in by["integrity"].counterexamples} == {
+        ("unsent", ("B:1",))
+    }
+
+
 def test_the_certificate_runs_in_its_own_pool(spark: Any, monkeypatch: Any) -> None:
     """The session schedules fairly and the certificate's jobs go to their own pool, so
     that the checks beside it get task slots; the caller's thread stays out of it but
