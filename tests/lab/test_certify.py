@@ -16,6 +16,7 @@ from ringcast.lab.checks.context import CheckContext
 from ringcast.lab.properties import PROPERTIES
 
 NODES = ("A", "B", "C", "D")
+LONGEST = "spark.sql.maxMetadataStringLength"
 RUN_SCOPED = "certproto"  # not in ORDER_SCOPE: total order over the whole run
 
 
@@ -321,6 +322,50 @@ def test_the_annotation_keeps_the_rows_of_its_kinds(spark: Any) -> None:
                 (r.run, r.node, r.i) for r in ctx.rows.select("run", "node", "i").collect()
             )
             assert got == sorted((r["run"], r["node"], r["i"]) for r in expected)
+        finally:
+            ctx.close()
+
+
+def test_a_context_without_deliveries_reads_no_message_columns(spark: Any, tmp_path: Any) -> None:
+    """Only deliveries and submits have a ``msg`` and an ``order``: a context that keeps
+    none leaves both out of its scan of the trace files and null in its rows; one that
+    keeps the deliveries of some runs reads them for those rows only."""
+    import pyarrow.parquet as pq
+    from pyspark.sql import functions as F
+
+    from ringcast.lab.checks.context import MESSAGE_COLUMNS
+    from ringcast.lab.load import load_traces
+
+    path = tmp_path / "trace.parquet"
+    pq.write_table(to_table(steady("one") + steady("two")), path)
+    frame = load_traces(spark, [path], protocol=RUN_SCOPED)
+
+    def read(ctx: CheckContext) -> list[str]:
+        """The read schema of each scan in the rows' plan, not cut short."""
+        conf = spark.conf
+        before = conf.get(LONGEST)
+        conf.set(LONGEST, "100000")
+        try:
+            plan = ctx.rows._jdf.queryExecution().executedPlan().toString()
+        finally:
+            conf.set(LONGEST, before)
+        return [part.split("\n")[0] for part in plan.split("ReadSchema: struct<")[1:]]
+
+    for runs, scans in ((None, 1), (frozenset(), 1), (frozenset({"two"}), 2)):
+        ctx = CheckContext(frame, delivery_runs=runs)
+        try:
+            schemas = read(ctx)
+            assert len(schemas) == scans, schemas
+            for name in MESSAGE_COLUMNS:
+                assert (f"{name}:" in schemas[-1]) == (runs != frozenset()), schemas
+                if runs is not None:
+                    assert f"{name}:" not in schemas[0]
+            with_msg = ctx.rows.filter(F.col("msg").isNotNull())
+            kept = {(r.run, r.kind) for r in with_msg.select("run", "kind").distinct().collect()}
+            expected = {(run, k) for run in ("one", "two") for k in ("deliver", "submit")}
+            if runs is not None:
+                expected = {(run, k) for run, k in expected if run in runs}
+            assert kept == expected
         finally:
             ctx.close()
 

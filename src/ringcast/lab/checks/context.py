@@ -35,6 +35,25 @@ RESET_ACTIONS = ("crash", "restart", "join", "leave")
 KNOWN_ORDERS = ("agreed", "safe", "fifo")
 """The delivery orders of the trace schema (others are found too, more slowly)."""
 
+ROW_COLUMNS = (
+    "run",
+    "protocol",
+    "node",
+    "t",
+    "i",
+    "kind",
+    "msg",
+    "order",
+    "view",
+    "members",
+    "transitional",
+    "detail",
+)
+"""The trace columns the annotated rows keep (:attr:`CheckContext.rows`)."""
+MESSAGE_COLUMNS = ("msg", "order")
+"""The columns only ``deliver`` and ``submit`` rows have (the trace schema): null in
+the rows of a context that keeps no deliveries, whose scan then does not read them."""
+
 VIOLATION_COLUMNS = ("run", "protocol", "t", "nodes", "msgs", "views", "times", "note")
 """Every check returns its violations with these columns (one row a counterexample)."""
 
@@ -136,7 +155,9 @@ class CheckContext:
 
     @property
     def rows(self) -> DataFrame:
-        """The relevant rows, partitioned by run and annotated (see the module doc)."""
+        """The relevant rows, partitioned by run and annotated (see the module doc).
+        Where :attr:`delivery_runs` is given, only the deliveries and submits (of those
+        runs) keep their :data:`MESSAGE_COLUMNS`; in every other row they are null."""
         return self._cached("rows", self._build_rows)
 
     def _build_rows(self) -> DataFrame:
@@ -155,27 +176,21 @@ class CheckContext:
             )
         big = F.col("kind").isin("deliver", "submit")
         if self.delivery_runs is None:
-            df = self.trace.filter(big | small | token)
+            df = self.trace.filter(big | small | token).select(*ROW_COLUMNS)
         else:
-            df = self.trace.filter(small | token)
+            # only deliveries and submits have a msg and an order (the trace schema):
+            # without them, the scan need not decode those columns of every row
+            df = self.trace.filter(small | token).select(
+                *(
+                    F.lit(None).cast("string").alias(c) if c in MESSAGE_COLUMNS else c
+                    for c in ROW_COLUMNS
+                )
+            )
         if self.delivery_runs:
             spark = self.trace.sparkSession
             runs = small_frame(spark, [(r,) for r in sorted(self.delivery_runs)], "run string")
-            df = df.unionByName(self.trace.filter(big).join(F.broadcast(runs), "run", "left_semi"))
-        df = df.select(
-            "run",
-            "protocol",
-            "node",
-            "t",
-            "i",
-            "kind",
-            "msg",
-            "order",
-            "view",
-            "members",
-            "transitional",
-            "detail",
-        )
+            bigs = self.trace.filter(big).join(F.broadcast(runs), "run", "left_semi")
+            df = df.unionByName(bigs.select(*ROW_COLUMNS))
         df = df.repartition(self.partitions, "run") if self.partitions else df.repartition("run")
         # one projection per step: every DataFrame step is analysed on the driver
         action = F.when(F.col("kind") == "fault", F.get_json_object("detail", "$.action"))
