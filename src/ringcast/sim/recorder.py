@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ringcast.trace.rows import RECORD_COLUMNS, host_detail
+from ringcast.trace.schema import COLUMNS
 
 
 class Recorder:
@@ -14,23 +15,7 @@ class Recorder:
 
     def __init__(self, run: str):
         self.run = run
-        self.cols: dict[str, list[Any]] = {
-            c: []
-            for c in (
-                "run",
-                "node",
-                "t",
-                "i",
-                "kind",
-                "msg",
-                "order",
-                "view",
-                "members",
-                "transitional",
-                "size",
-                "detail",
-            )
-        }
+        self.cols: dict[str, list[Any]] = {c: [] for c in COLUMNS}
         self._index: dict[str, int] = {}
 
     def __len__(self) -> int:

@@ -74,7 +74,7 @@ ROW_BITS = 33
 """``monotonically_increasing_id()`` is the partition index ``<< 33`` plus the row."""
 DELIVERY_LENGTH = len("deliver")
 """The certificate takes every row whose kind has this length for a delivery, without
-comparing bytes (a tenth of its map side's time when it compared them). Of
+comparing bytes (a few per cent of its task time, ``docs/benchmarks.md``). Of
 :data:`~ringcast.lab.checks.context.KINDS` only ``deliver`` has it; a row of another
 kind so taken can only fail its run, never certify one: the labels of a node still
 strictly increase along its event order, and the three conditions over more deliveries

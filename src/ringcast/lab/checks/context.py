@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ringcast.lab.properties import DEFAULT_TOTAL_ORDERS, TOTAL_ORDERS
+from ringcast.trace.schema import COLUMNS
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -35,21 +36,9 @@ RESET_ACTIONS = ("crash", "restart", "join", "leave")
 KNOWN_ORDERS = ("agreed", "safe", "fifo")
 """The delivery orders of the trace schema (others are found too, more slowly)."""
 
-ROW_COLUMNS = (
-    "run",
-    "protocol",
-    "node",
-    "t",
-    "i",
-    "kind",
-    "msg",
-    "order",
-    "view",
-    "members",
-    "transitional",
-    "detail",
-)
-"""The trace columns the annotated rows keep (:attr:`CheckContext.rows`)."""
+ROW_COLUMNS = ("run", "protocol", *(c for c in COLUMNS if c not in ("run", "size")))
+"""The columns the annotated rows keep (:attr:`CheckContext.rows`): the trace's but
+``size``, and ``protocol``."""
 MESSAGE_COLUMNS = ("msg", "order")
 """The columns only ``deliver`` and ``submit`` rows have (the trace schema): null in
 the rows of a context that keeps no deliveries, whose scan then does not read them."""
