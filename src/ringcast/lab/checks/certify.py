@@ -280,9 +280,7 @@ def certificate(trace: DataFrame, layout: Layout) -> Certificate:
         "pair long, rid long, slot long",
     )
     kind = F.col("kind")
-    # every kind as long as "deliver" is taken for a delivery, without comparing bytes:
-    # only "deliver" is among KINDS, and more rows taken for deliveries can only fail
-    # runs (see DELIVERY_LENGTH); a submit is matched by name
+    # by length, comparing no bytes (DELIVERY_LENGTH: why that is sound); submits by name
     delivery = F.octet_length(kind) == DELIVERY_LENGTH
     delivered = F.col("delivered")
     key = F.when(delivered, F.shiftleft("slot", I_BITS).bitwiseOR(F.col("i"))).otherwise(

@@ -26,7 +26,10 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 KINDS = ("deliver", "submit", "view", "fault", "lock", "state", "leader", "stats", "token")
-SMALL_KINDS = tuple(k for k in KINDS if k not in ("deliver", "submit", "token"))
+MESSAGE_KINDS = ("deliver", "submit")
+"""The kinds of a message's rows: the many rows of a trace, and the only ones with a
+``msg`` and an ``order`` (:data:`MESSAGE_COLUMNS`)."""
+SMALL_KINDS = tuple(k for k in KINDS if k not in (*MESSAGE_KINDS, "token"))
 """The kinds with few rows: the annotation keeps them, and the ``token`` rows it needs.
 None is as long as ``deliver``, so a filter naming them drops a delivery without
 comparing its bytes."""
@@ -40,7 +43,7 @@ ROW_COLUMNS = ("run", "protocol", *(c for c in COLUMNS if c not in ("run", "size
 """The columns the annotated rows keep (:attr:`CheckContext.rows`): the trace's but
 ``size``, and ``protocol``."""
 MESSAGE_COLUMNS = ("msg", "order")
-"""The columns only ``deliver`` and ``submit`` rows have (the trace schema): null in
+"""The columns only :data:`MESSAGE_KINDS` rows have (the trace schema): null in
 the rows of a context that keeps no deliveries, whose scan then does not read them."""
 
 VIOLATION_COLUMNS = ("run", "protocol", "t", "nodes", "msgs", "views", "times", "note")
@@ -163,7 +166,7 @@ class CheckContext:
                 if self.token_protocols
                 else F.lit(False)
             )
-        big = F.col("kind").isin("deliver", "submit")
+        big = F.col("kind").isin(*MESSAGE_KINDS)
         if self.delivery_runs is None:
             df = self.trace.filter(big | small | token).select(*ROW_COLUMNS)
         else:

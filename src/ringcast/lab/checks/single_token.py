@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ringcast.lab.checks._intervals import hold_intervals, overlaps
-from ringcast.lab.checks.context import TOKEN_OPS, CheckContext, in_protocols, violation
+from ringcast.lab.checks.context import CheckContext, in_protocols, violation
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -43,7 +43,8 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
         .filter(
             ((F.col("kind") == "state") & F.col("ts").isNotNull())
             | ((F.col("kind") == "fault") & F.col("action").isin("crash", "leave"))
-            | ((F.col("kind") == "token") & F.get_json_object("detail", "$.op").isin(*TOKEN_OPS))
+            # the annotation keeps just the token rows whose op is one of TOKEN_OPS
+            | (F.col("kind") == "token")
         )
         .withColumn(
             "eating", F.coalesce((F.col("ts") == "eating") & (vs == "agreement"), F.lit(False))
