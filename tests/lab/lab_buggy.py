@@ -1,9 +1,14 @@
-"""A deliberately buggy protocol for the lab's tests: ``arrival`` claims total order but
-is the ``basic`` fan-out, which delivers in arrival order. A sweep must catch it."""
+"""Deliberately buggy protocols for the lab's tests; a sweep must catch each.
+
+* ``arrival`` claims total order but is the ``basic`` fan-out, which delivers in
+  arrival order;
+* ``totem_no_rtr`` is Totem with a bug switched on: no node ever answers a
+  retransmission request, so a lost frame is never recovered.
+"""
 
 from __future__ import annotations
 
-from ringcast.lab.properties import claim
+from ringcast.lab.properties import claim, claims
 from ringcast.protocols import registry
 
 NAME = "arrival"
@@ -45,3 +50,35 @@ order = "agreed"
 start = "100ms"
 duration = "700ms"
 """
+
+
+TOTEM_NO_RTR = "totem_no_rtr"
+
+
+def register_totem_no_rtr() -> None:
+    """Register Totem with a bug switched on: no node ever answers a retransmission
+    request (the token's ``rtr`` list is dropped on arrival, so nothing is rebroadcast
+    and no request travels on). Idempotent, like :func:`register_arrival`."""
+    if TOTEM_NO_RTR in registry.names():
+        return
+    import dataclasses
+
+    from ringcast.protocols.totem import SPEC, TotemMachine
+
+    class NoRtrTotem(TotemMachine):
+        def _process_token(self, tok, log, recovering, out):  # type: ignore[no-untyped-def]
+            return super()._process_token(dataclasses.replace(tok, rtr=()), log, recovering, out)
+
+    def factory(ctx):  # type: ignore[no-untyped-def]
+        settings = SPEC.resolve_settings(ctx.settings) if ctx.settings is not None else {}
+        return NoRtrTotem(ctx, settings)
+
+    registry.register(
+        registry.ProtocolSpec(
+            TOTEM_NO_RTR, factory, settings=dict(SPEC.settings), doc="Totem never answering rtr"
+        )
+    )
+
+
+def claim_totem_properties() -> None:
+    claim(TOTEM_NO_RTR, claims("totem"))

@@ -155,3 +155,50 @@ def test_load_names_bad_inputs(spark: Any, tmp_path: Path) -> None:
     pq.write_table(pa.table({"run": ["r"], "node": ["A"]}), short / "y.parquet")
     with pytest.raises(LabError, match=r"y\.parquet: missing columns: detail, i, kind"):
         load_traces(spark, [short])
+
+
+LOSSY = Path(__file__).resolve().parents[2] / "scenarios" / "totem" / "lossy.toml"
+
+
+@pytest.fixture(scope="module")
+def no_rtr_swept(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One sweep over the bundled lossy Totem scenario, run by Totem and by Totem with
+    the planted bug (:func:`lab_buggy.register_totem_no_rtr`), three seeds each."""
+    lab_buggy.register_totem_no_rtr()
+    lab_buggy.claim_totem_properties()
+    d = tmp_path_factory.mktemp("no_rtr")
+    text = LOSSY.read_text()
+    (d / "totem.toml").write_text(text)
+    buggy = text.replace('protocol = "totem"', f'protocol = "{lab_buggy.TOTEM_NO_RTR}"')
+    (d / "buggy.toml").write_text(buggy.replace('"totem_lossy"', '"totem_lossy_no_rtr"'))
+    (d / "sweep.toml").write_text(
+        'name = "no_rtr"\nscenarios = ["totem.toml", "buggy.toml"]\nseeds = 3\n'
+    )
+    out = d / "out"
+    run_sweep(
+        spark, load_sweep(d / "sweep.toml"), out, partitions=2,
+        setup=lab_buggy.register_totem_no_rtr,
+    )  # fmt: skip
+    return out
+
+
+def test_totem_never_answering_rtr_is_caught_by_a_sweep(spark: Any, no_rtr_swept: Path) -> None:
+    doc = check_paths(spark, [no_rtr_swept])
+    assert doc["ok"] is False
+    props = doc["properties"]
+    conv = props["convergence"]
+    assert conv["status"] == "violated"
+    # the same scenario and seeds: Totem converges in every run, the buggy copy does not
+    assert conv["protocols"]["totem"] == {"claimed": True, "runs_checked": 3, "violations": 0}
+    assert conv["protocols"][lab_buggy.TOTEM_NO_RTR]["runs_violated"] >= 1
+    for c in conv["counterexamples"]:
+        assert c["protocol"] == lab_buggy.TOTEM_NO_RTR
+        assert c["run"].startswith("totem_lossy_no_rtr@")
+        assert "different configurations" in c["note"] and len(set(c["views"])) > 1
+    # nothing else is blamed on either
+    assert {n for n, p in props.items() if p["status"] == "violated"} == {"convergence"}
+    # and the metrics show why: no retransmission at all, and throughput collapses
+    groups = {g["protocol"]: g for g in metrics_paths(spark, [no_rtr_swept])["groups"]}
+    good, bad = groups["totem"], groups[lab_buggy.TOTEM_NO_RTR]
+    assert good["retransmits"] > 0 and bad["retransmits"] == 0
+    assert bad["messages_per_s"] < good["messages_per_s"] / 4
