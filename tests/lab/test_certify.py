@@ -268,6 +268,39 @@ def test_checks_without_deliveries_run_beside_the_certificate(spark: Any, monkey
     assert all(r.status != "violated" for r in results.values())
 
 
+def test_the_second_round_starts_without_waiting_for_the_first(
+    spark: Any, monkeypatch: Any
+) -> None:
+    """The properties that read deliveries start as soon as the certificate is done,
+    while the first round may still be under way: here the first round waits for the
+    second to start (run one after the other, it would wait in vain), and both still
+    give the results they give alone."""
+    import threading
+
+    from ringcast.lab.checks import runner
+    from ringcast.lab.checks.runner import READS_DELIVERIES
+
+    second_round = threading.Event()
+    exact = runner._exact
+    overlapped: list[bool] = []
+
+    def round_(ctx: Any, plans: Any, todo: Any, *args: Any) -> None:
+        if set(todo) & set(READS_DELIVERIES):
+            second_round.set()
+        else:
+            overlapped.append(second_round.wait(timeout=120))  # a deadlock guard
+        exact(ctx, plans, todo, *args)
+
+    monkeypatch.setattr(runner, "_exact", round_)
+    frame = _frame(spark, steady("clean") + swapped(steady("bad")), RUN_SCOPED)
+    results = {r.property: r for r in run_checks(frame, overrides={RUN_SCOPED: PROPERTIES})}
+    assert overlapped == [True]
+    assert results["total_order"].status == "violated"
+    assert results["total_order"].runs_certified == 1
+    assert [c["run"] for c in results["total_order"].counterexamples] == ["bad"]
+    assert results["view_agreement"].status == results["convergence"].status == "holds"
+
+
 def test_a_context_with_deliveries_shares_the_inventory(spark: Any) -> None:
     """``with_deliveries`` keeps the deliveries and submits of the runs it is given and
     no token rows, and reuses the run inventory it was made from."""

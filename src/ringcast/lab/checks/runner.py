@@ -27,12 +27,13 @@ than it finds (measured side by side in ``docs/benchmarks.md``). The session's o
 setting is restored afterwards."""
 POOL = "spark.scheduler.pool"
 CERTIFICATE_POOL = "ringcast-certificate"
-"""The scheduler pool of the certificate's jobs. With the lab session's fair scheduler
-(:func:`ringcast.lab.session.spark_session`) the jobs of the checks that run beside it
-get task slots while it runs instead of queueing behind its tasks."""
+"""The scheduler pool of the certificate's jobs and of the checks that wait for it
+(:data:`READS_DELIVERIES`). With the lab session's fair scheduler
+(:func:`ringcast.lab.session.spark_session`) the jobs of the checks that run beside
+them get task slots meanwhile instead of queueing behind their tasks."""
 READS_DELIVERIES = ("total_order", "integrity", "fifo", "virtual_synchrony", "safe_delivery")
 """The checks that read ``deliver`` or ``submit`` rows: they run after the certificate
-(:func:`run_checks`), the others beside it."""
+(:func:`run_checks`), the others beside both."""
 
 
 @dataclass
@@ -87,8 +88,10 @@ def run_checks(
        cores the certificate leaves idle (:data:`READS_DELIVERIES`). The certificate
        is planned first, on the caller's thread, so that its job is under way before
        the driver turns to the others;
-    2. then the properties that read deliveries, over the runs the certificate left
-       (none when it proved every run and no other of them applies).
+    2. the properties that read deliveries, over the runs the certificate left (none
+       when it proved every run and no other of them applies), in the certificate's
+       thread as soon as it is done: beside the first round if that is still under
+       way, since neither reads what the other computes (``docs/benchmarks.md``).
     """
     from ringcast.lab.checks import CHECKS
 
@@ -123,22 +126,45 @@ def run_checks(
                 # no node installed two regular configurations: no segment to compare
                 runs = [r for r in runs if regular.get(r, 0) >= 2]
             exact[name] = runs
+        first = {n: runs for n, runs in exact.items() if n not in READS_DELIVERIES}
         with ThreadPoolExecutor(1, thread_name_prefix="ringcast-certificate") as pool:
             proof = _start_certificate(ctx, plans, pool) if certify else None
-            first = {n: runs for n, runs in exact.items() if n not in READS_DELIVERIES}
+            # one worker: the second round starts as soon as the certificate is done
+            second = pool.submit(_in_pool, sc, _second_round, ctx, plans, exact, proof, examples)
             _exact(ctx, plans, first, examples, "the properties that read no delivery")
-            certified = proof.result() if proof is not None else set()
-        second: dict[str, list[str]] = {}
-        for name, result, _active, runs in plans:
-            if name in READS_DELIVERIES:
-                second[name] = [r for r in exact[name] if r not in certified]
-                if name in CERTIFIED:
-                    result.runs_certified = len(runs) - len(second[name])
-        if any(second.values()):
-            late = ctx.with_deliveries(frozenset(r for runs in second.values() for r in runs))
-            with closing(late):
-                _exact(late, plans, second, examples, "the properties that read deliveries")
+            second.result()
         return results
+
+
+def _in_pool(sc: Any, fn: Any, *args: Any) -> Any:
+    """Call ``fn(*args)`` with this thread's Spark jobs in :data:`CERTIFICATE_POOL`."""
+    sc.setLocalProperty(POOL, CERTIFICATE_POOL)
+    try:
+        return fn(*args)
+    finally:
+        sc.setLocalProperty(POOL, None)
+
+
+def _second_round(
+    ctx: CheckContext,
+    plans: list[tuple[str, PropertyResult, frozenset[str], list[str]]],
+    exact: Mapping[str, list[str]],
+    proof: Future[set[str]] | None,
+    examples: int,
+) -> None:
+    """The properties that read deliveries, over the runs the certificate (``proof``,
+    None: no certificate) left."""
+    certified = proof.result() if proof is not None else set()
+    second: dict[str, list[str]] = {}
+    for name, result, _active, runs in plans:
+        if name in READS_DELIVERIES:
+            second[name] = [r for r in exact[name] if r not in certified]
+            if name in CERTIFIED:
+                result.runs_certified = len(runs) - len(second[name])
+    if any(second.values()):
+        late = ctx.with_deliveries(frozenset(r for runs in second.values() for r in runs))
+        with closing(late):
+            _exact(late, plans, second, examples, "the properties that read deliveries")
 
 
 def _exact(
@@ -241,18 +267,13 @@ def _start_certificate(
     with _phase(sc, "ringcast check: plan the certificate"):
         planned = certificate(ctx.trace, plan_layout(nodes, partitions))
     runs = {n.run for n in nodes}
-    return pool.submit(lambda: runs - _prove(sc, planned))
+    return pool.submit(lambda: runs - _in_pool(sc, _prove, sc, planned))
 
 
 def _prove(sc: Any, planned: Certificate) -> set[str]:
-    """Run a planned certificate: the runs that fail it. Its job goes to a scheduler
-    pool of its own (:data:`CERTIFICATE_POOL`)."""
-    sc.setLocalProperty(POOL, CERTIFICATE_POOL)
-    try:
-        with _phase(sc, "ringcast check: certificate"):
-            return planned.failed_runs()
-    finally:
-        sc.setLocalProperty(POOL, None)
+    """Run a planned certificate: the runs that fail it."""
+    with _phase(sc, "ringcast check: certificate"):
+        return planned.failed_runs()
 
 
 def _tagged(ctx: CheckContext, module: Any, active: frozenset[str]) -> DataFrame:
