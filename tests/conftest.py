@@ -1,4 +1,5 @@
-"""Fixtures for the lab's tests: one SparkSession for the whole test session."""
+"""Fixtures shared by every test folder: one SparkSession for the whole test session
+(the lab's tests and the runtime's, which check real traces with it)."""
 
 from __future__ import annotations
 
