@@ -104,6 +104,9 @@ def strip_chart(title: str, groups: dict[str, list[float]], ylabel: str) -> str:
         py = (H - PAD) - (H - PAD - 24) * k / 4
         body.append(f'<text x="{PAD - 4}" y="{py + 4}" text-anchor="end">{_fmt(y1 * k / 4)}</text>')
     step = (W - 10 - PAD) / max(n, 1)
+    # labels wider than their column (about 5 px a character at 9 px) alternate
+    # between two lines, so that neighbours do not overlap
+    crowded = max(len(name) for name in groups) * 5 > step
     for k, (name, g) in enumerate(groups.items()):
         cx = PAD + step * (k + 0.5)
         for j, v in enumerate(g):
@@ -120,9 +123,9 @@ def strip_chart(title: str, groups: dict[str, list[float]], ylabel: str) -> str:
                 f'<line x1="{cx - step / 4:.1f}" x2="{cx + step / 4:.1f}" y1="{my:.1f}" '
                 f'y2="{my:.1f}" stroke="#000" stroke-width="2"/>'
             )
+        ly = H - PAD + 14 + (11 if crowded and k % 2 else 0)
         body.append(
-            f'<text x="{cx:.1f}" y="{H - PAD + 14}" text-anchor="middle" font-size="9">'
-            f"{escape(name)}</text>"
+            f'<text x="{cx:.1f}" y="{ly}" text-anchor="middle" font-size="9">{escape(name)}</text>'
         )
     return _frame(title, "", ylabel, body)
 
