@@ -134,3 +134,38 @@ def test_multicast_rejects_bad_input(tmp_path: Path) -> None:
             assert all(isinstance(e, Delivery | ViewChange) for e in evs)
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("protocol", TOTAL_ORDER)
+def test_every_node_names_the_same_leader_after_a_rejoin(tmp_path: Path, protocol: str) -> None:
+    """The first member leaves and joins again: every node of the new view names the
+    same leader (a leader kept from an earlier view, which the rejoining node never
+    saw, would split them), and the leader is a member of that view."""
+    cfg = make_config(tmp_path, NODES, protocol)
+
+    def leaders(gs: list[Group]) -> set[str | None]:
+        return {g.leader for g in gs}
+
+    async def main() -> None:
+        async with AsyncExitStack() as stack:
+            gs = [await stack.enter_async_context(Group.join(cfg, n)) for n in NODES]
+            await asyncio.gather(
+                *(g.wait_view(lambda v: set(v.members) == set(NODES), 10) for g in gs)
+            )
+            assert len(leaders(gs)) == 1
+            first = gs[0].host.view.members[0]  # type: ignore[union-attr]
+            k = NODES.index(first)
+            await gs[k].leave()
+            rest = gs[:k] + gs[k + 1 :]
+            await asyncio.gather(*(g.wait_view(lambda v: first not in v.members, 10) for g in rest))
+            assert leaders(rest) == {rest[0].host.view.members[0]}  # type: ignore[union-attr]
+            back = await stack.enter_async_context(Group.join(cfg, first))
+            gs = [*rest, back]
+            await asyncio.gather(
+                *(g.wait_view(lambda v: set(v.members) == set(NODES), 10) for g in gs)
+            )
+            views = {g.host.view for g in gs}
+            assert len(views) == 1, views
+            assert leaders(gs) == {views.pop().members[0]}  # type: ignore[union-attr]
+
+    asyncio.run(main())

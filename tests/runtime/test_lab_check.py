@@ -56,7 +56,14 @@ def test_lab_check_reads_a_real_cluster_trace(
     doc = check_paths(spark, [tmp_path / "trace"], protocol=protocol)
     props = doc["properties"]
     assert doc["ok"] is True, {n: p["counterexamples"] for n, p in props.items()}
-    for name in ("view_agreement", "total_order", "integrity", "fifo", "convergence"):
+    for name in (
+        "view_agreement",
+        "total_order",
+        "integrity",
+        "fifo",
+        "convergence",
+        "leader_agreement",
+    ):
         assert name in claims(protocol)
         assert props[name]["status"] == "holds", name
         assert props[name]["runs_checked"] == 1, name

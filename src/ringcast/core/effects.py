@@ -117,6 +117,17 @@ class Record:
         return cls(kind, fields)
 
 
+def install_view(view: View) -> list[InstallView | Record]:
+    """Install ``view`` and, if it is a regular configuration with members, record its
+    leader (:attr:`View.leader`) as a ``leader`` trace event: the leader every node of
+    the configuration names, for the protocols whose seed elects none (Raincore,
+    Totem). The host takes a protocol's ``leader`` records for ``Group.leader``."""
+    out: list[InstallView | Record] = [InstallView(view)]
+    if not view.transitional and view.leader is not None:
+        out.append(Record.of("leader", view=view.view_id, leader=view.leader))
+    return out
+
+
 Effect = (
     Send
     | Multicast

@@ -40,3 +40,10 @@ class View:
 
     def __contains__(self, node: object) -> bool:
         return node in self.members
+
+    @property
+    def leader(self) -> NodeId | None:
+        """The configuration's leader for a protocol that elects none of its own: its
+        first member. Every node that installs the view has the same member list, so
+        every one of them names the same leader; None for an empty view."""
+        return self.members[0] if self.members else None

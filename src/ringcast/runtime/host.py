@@ -83,6 +83,8 @@ class NodeHost:
         self.log = node_logger(node_id)
         self.view: View | None = None
         self.leader: str | None = None
+        self._leader_named = False
+        """The protocol records ``leader`` events: they alone set :attr:`leader`."""
         self.state: dict[str, Any] = {}
         self.blocked = False
         self.holds_lock = False
@@ -421,8 +423,11 @@ class NodeHost:
                 v = eff.view
                 self.view = v
                 self.metrics.views += 1
-                if not v.transitional and (self.leader is None or self.leader not in v.members):
-                    self.leader = v.members[0] if v.members else None
+                if not v.transitional and not self._leader_named:
+                    # a protocol that names no leader: the view's own (View.leader), the
+                    # same at every node of the view; never kept from an earlier view,
+                    # which a node that joined later or restarted did not see
+                    self.leader = v.leader
                 self._row(
                     "view", view=v.view_id, members=list(v.members), transitional=v.transitional
                 )
@@ -470,5 +475,6 @@ class NodeHost:
             leader = f.get("leader", f.get("node"))
             if leader is not None:
                 self.leader = str(leader)
+                self._leader_named = True
         if self._trace is not None:
             self._trace.add_record(kind, f)

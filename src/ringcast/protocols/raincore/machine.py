@@ -15,7 +15,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ringcast.core.codec import DecodeError, EncodeError, decode, encode
-from ringcast.core.effects import CancelTimer, Effect, InstallView, Persist, Record, Send, SetTimer
+from ringcast.core.effects import (
+    CancelTimer,
+    Effect,
+    Persist,
+    Record,
+    Send,
+    SetTimer,
+    install_view,
+)
 from ringcast.core.events import (
     LockRelease,
     LockRequest,
@@ -243,7 +251,7 @@ class RaincoreMachine:
         out: list[Effect] = [self._persist()]
         if self.tokenState is TokenState.HUNGRY:
             # The bootstrap ring's globalView entry 1 is this node's first commit.
-            out.append(InstallView(View("1", self.globalView[1] or ())))
+            out.extend(install_view(View("1", self.globalView[1] or ())))
         if self.tokenState is TokenState.STARVING:
             # A new node, or a recovered one with its state: Starving, 911 (Figure 14).
             out.append(self._record_state("start"))
@@ -357,7 +365,7 @@ class RaincoreMachine:
         self.globalViewNumber = max(self.globalViewNumber, index)
         self.reservedIndex = None
         self.lastReserved = ()
-        return [InstallView(View(str(index), members)), self._persist()]
+        return [*install_view(View(str(index), members)), self._persist()]
 
     def _commit_null(self) -> list[Effect]:
         """ "commit NULL to the reserved location" (not a view: a trace record)."""

@@ -22,6 +22,7 @@ from ringcast.core.effects import (
     Record,
     Send,
     SetTimer,
+    install_view,
 )
 from ringcast.core.events import Event, Received, Start, Stop, Submit, TimerFired
 from ringcast.core.ids import View
@@ -727,7 +728,7 @@ class TotemMachine:
         for m in after:
             self._emit(m, "safe" if m.safe else "agreed", out)
         self.reasm.clear()
-        out.append(InstallView(View(str(plan.new_ring), plan.memb)))
+        out.extend(install_view(View(str(plan.new_ring), plan.memb)))
         self.ring_id = plan.new_ring
         self.memb = plan.memb
         self.log = self.new_log
