@@ -41,3 +41,19 @@ def test_bad_node_ids(bad: object) -> None:
 def test_view_membership() -> None:
     v = View("1", ("A", "B"))
     assert "A" in v and "C" not in v
+
+
+def test_install_view_records_the_leader_of_regular_views_only() -> None:
+    from ringcast.core.effects import InstallView, Record, install_view
+
+    regular = View("9:A", ("A", "B", "C"))
+    assert regular.leader == "A"
+    assert install_view(regular) == [
+        InstallView(regular),
+        Record.of("leader", view="9:A", leader="A"),
+    ]
+    transitional = View("9:A/t/5:A", ("A", "B"), True)
+    assert install_view(transitional) == [InstallView(transitional)]
+    empty = View("1", ())
+    assert empty.leader is None
+    assert install_view(empty) == [InstallView(empty)]
