@@ -43,17 +43,15 @@ def test_view_membership() -> None:
     assert "A" in v and "C" not in v
 
 
-def test_install_view_records_the_leader_of_regular_views_only() -> None:
-    from ringcast.core.effects import InstallView, Record, install_view
+def test_leader_of_view_names_the_first_member_of_regular_views_only() -> None:
+    from ringcast.core.effects import InstallView, LeaderChanged, install_view, leader_of_view
 
     regular = View("9:A", ("A", "B", "C"))
     assert regular.leader == "A"
-    assert install_view(regular) == [
-        InstallView(regular),
-        Record.of("leader", view="9:A", leader="A"),
-    ]
+    assert install_view(regular) == [InstallView(regular)]  # no leader behind one's back
+    assert leader_of_view(regular) == [LeaderChanged("A", "9:A")]
     transitional = View("9:A/t/5:A", ("A", "B"), True)
-    assert install_view(transitional) == [InstallView(transitional)]
+    assert leader_of_view(transitional) == []
     empty = View("1", ())
     assert empty.leader is None
-    assert install_view(empty) == [InstallView(empty)]
+    assert leader_of_view(empty) == []

@@ -117,15 +117,49 @@ class Record:
         return cls(kind, fields)
 
 
-def install_view(view: View) -> list[InstallView | Record]:
-    """Install ``view`` and, if it is a regular configuration with members, record its
-    leader (:attr:`View.leader`) as a ``leader`` trace event: the leader every node of
-    the configuration names, for the protocols whose seed elects none (Raincore,
-    Totem). The host takes a protocol's ``leader`` records for ``Group.leader``."""
-    out: list[InstallView | Record] = [InstallView(view)]
-    if not view.transitional and view.leader is not None:
-        out.append(Record.of("leader", view=view.view_id, leader=view.leader))
-    return out
+@dataclass(frozen=True, slots=True)
+class LeaderChanged:
+    """This node now names ``leader`` as the group's leader (coordinator) in ``view``.
+
+    The protocol says so itself, whichever way it elects: Raincore and Totem name the
+    first member of each regular configuration (:attr:`View.leader`), Tribes the
+    coordinator of its confirmed view, GMS the coordinator of its installed view. The
+    host sets ``Group.leader``, tells the application and writes the ``leader`` trace
+    row (``view`` column, ``{"leader": ...}`` detail).
+    """
+
+    leader: NodeId | None
+    view: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StateChanged:
+    """The protocol's own state, as the application and ``ringcast status`` see it.
+
+    ``fields`` are scalars (a state name, a ring id, a counter); the host keeps the
+    latest for the status page and writes them as the detail of a ``state`` trace row.
+    """
+
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, **fields: Any) -> StateChanged:
+        return cls(fields)
+
+
+def install_view(view: View) -> list[InstallView]:
+    """Install ``view``. A protocol that names a leader with it says so separately
+    (:class:`LeaderChanged`); see :func:`leader_of_view` for the view's first member."""
+    return [InstallView(view)]
+
+
+def leader_of_view(view: View) -> list[LeaderChanged]:
+    """The leader every node of a regular configuration names, for the protocols whose
+    seed elects none (Raincore, Totem): its first member (:attr:`View.leader`). Nothing
+    for a transitional or an empty configuration."""
+    if view.transitional or view.leader is None:
+        return []
+    return [LeaderChanged(view.leader, view.view_id)]
 
 
 Effect = (
@@ -140,4 +174,6 @@ Effect = (
     | Backpressure
     | Persist
     | Record
+    | LeaderChanged
+    | StateChanged
 )

@@ -1,100 +1,83 @@
-"""Which safety properties each protocol claims: the lab's one declarative table.
+"""Which properties each protocol claims, read from the protocol's own spec.
 
-The checks never name a protocol. A protocol missing from :data:`CLAIMS` (a new one)
-is checked for :data:`DEFAULT_CLAIMS`; :func:`claim` adds or replaces an entry (a
-plugin or a test registering its own protocol does this), and the command line's
-``--claims all`` applies every property to every protocol.
+The checks never name a protocol: what a protocol claims, the scope of its total
+order, the delivery orders that total order covers and what convergence compares are
+fields of its :class:`~ringcast.protocols.registry.ProtocolSpec`, declared in its
+package. :func:`claim` overrides a protocol's claims for this process (a test or a
+plugin that wants a different set), and the command line's ``--claims`` does the same
+for one check. A protocol that is not registered here (a trace of a plugin this
+process has not installed) is held to :data:`DEFAULT_CLAIMS`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-PROPERTIES: tuple[str, ...] = (
-    "view_agreement",
-    "total_order",
-    "integrity",
-    "fifo",
-    "virtual_synchrony",
-    "safe_delivery",
-    "mutual_exclusion",
-    "single_token",
-    "convergence",
-    "leader_agreement",
-)
-"""Every property the lab checks, by the names of the design document."""
+from ringcast.protocols import registry
+from ringcast.protocols.registry import DEFAULT_CLAIMS, PROPERTIES, ProtocolSpec
 
-DEFAULT_CLAIMS: frozenset[str] = frozenset(
-    {"view_agreement", "integrity", "fifo", "convergence", "leader_agreement"}
-)
-"""What a protocol the table does not know is held to."""
-
-CLAIMS: dict[str, frozenset[str]] = {
-    # The baseline: reliable per-sender FIFO and a heartbeat membership; no total
-    # order and no view agreement across partitions (the negative control).
-    "basic": frozenset({"integrity", "fifo", "convergence"}),
-    "raincore": frozenset(
-        {
-            "view_agreement",
-            "total_order",
-            "integrity",
-            "fifo",
-            "mutual_exclusion",
-            "single_token",
-            "convergence",
-            "leader_agreement",
-        }
-    ),
-    "totem": frozenset(
-        {
-            "view_agreement",
-            "total_order",
-            "integrity",
-            "fifo",
-            "virtual_synchrony",
-            "safe_delivery",
-            "convergence",
-            "leader_agreement",
-        }
-    ),
-    "tribes": frozenset({"view_agreement", "convergence", "leader_agreement"}),
-    "gms": frozenset({"view_agreement", "convergence", "leader_agreement", "integrity"}),
-}
-
-ORDER_SCOPE: dict[str, str] = {"totem": "view"}
-"""Scope of total order per protocol: ``view`` compares deliveries made in one
-configuration (Totem's extended virtual synchrony), ``run`` (the default) compares
-every delivery of a run (Raincore's single token order)."""
-
-TOTAL_ORDERS: dict[str, tuple[str, ...] | None] = {"raincore": None, "basic": None}
-"""Delivery orders subject to total order per protocol (None: every delivery); the
-default is ``agreed`` and ``safe``."""
+__all__ = [
+    "DEFAULT_CLAIMS",
+    "DEFAULT_TOTAL_ORDERS",
+    "PROPERTIES",
+    "claim",
+    "claims",
+    "converge_on",
+    "order_scope",
+    "parse_claims",
+    "total_orders",
+]
 
 DEFAULT_TOTAL_ORDERS: tuple[str, ...] = ("agreed", "safe")
 
-CONVERGE_ON: dict[str, str] = {"raincore": "members"}
-"""What "one same configuration" means for convergence: ``view`` (the default: the same
-configuration id and members) or ``members`` (the same member set: a Raincore node may
-commit an unchanged membership at a global-view index the others skip, so equal
-memberships can carry different indexes; index agreement is view_agreement's job)."""
+_OVERRIDES: dict[str, frozenset[str]] = {}
+
+
+def _spec(protocol: str) -> ProtocolSpec | None:
+    try:
+        return registry.get(protocol)
+    except ValueError:
+        return None
 
 
 def claims(protocol: str, overrides: Mapping[str, Iterable[str]] | None = None) -> frozenset[str]:
-    """The properties ``protocol`` is checked for (``overrides`` first, then the table)."""
+    """The properties ``protocol`` is checked for: ``overrides`` first, then
+    :func:`claim`, then its spec's ``claims``, then :data:`DEFAULT_CLAIMS`."""
     if overrides and protocol in overrides:
         return frozenset(overrides[protocol])
     if overrides and "*" in overrides:
         return frozenset(overrides["*"])
-    return CLAIMS.get(protocol, DEFAULT_CLAIMS)
+    if protocol in _OVERRIDES:
+        return _OVERRIDES[protocol]
+    spec = _spec(protocol)
+    return spec.claims if spec is not None else DEFAULT_CLAIMS
+
+
+def order_scope(protocol: str) -> str:
+    """``view`` (total order among the deliveries of one configuration) or ``run``."""
+    spec = _spec(protocol)
+    return spec.order_scope if spec is not None else "run"
+
+
+def total_orders(protocol: str) -> tuple[str, ...] | None:
+    """The delivery orders total order covers (None: every delivery)."""
+    spec = _spec(protocol)
+    return spec.total_orders if spec is not None else DEFAULT_TOTAL_ORDERS
+
+
+def converge_on(protocol: str) -> str:
+    """``view`` (the same configuration id and members) or ``members`` (member set)."""
+    spec = _spec(protocol)
+    return spec.converge_on if spec is not None else "view"
 
 
 def claim(protocol: str, properties: Iterable[str]) -> None:
-    """Declare the properties ``protocol`` claims (replacing any earlier entry)."""
+    """Override the properties ``protocol`` claims in this process."""
     props = frozenset(properties)
     unknown = sorted(props - set(PROPERTIES))
     if unknown:
         raise ValueError(f"unknown property {unknown[0]!r} (known: {', '.join(PROPERTIES)})")
-    CLAIMS[protocol] = props
+    _OVERRIDES[protocol] = props
 
 
 def parse_claims(text: str) -> dict[str, frozenset[str]]:

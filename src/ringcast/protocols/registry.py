@@ -9,7 +9,7 @@ names the key.
 
 from __future__ import annotations
 
-import importlib
+import importlib.metadata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,13 +34,88 @@ class Setting:
             raise ValueError(f"unknown setting kind {self.kind!r}")
 
 
+PROPERTIES: tuple[str, ...] = (
+    "view_agreement",
+    "total_order",
+    "integrity",
+    "fifo",
+    "virtual_synchrony",
+    "safe_delivery",
+    "mutual_exclusion",
+    "single_token",
+    "convergence",
+    "leader_agreement",
+)
+"""Every safety and liveness property the lab checks, by the names of the design."""
+
+DEFAULT_CLAIMS: frozenset[str] = frozenset(
+    {"view_agreement", "integrity", "fifo", "convergence", "leader_agreement"}
+)
+"""What a protocol that declares no claims is held to."""
+
+HOST_KINDS: tuple[str, ...] = (
+    "submit",
+    "deliver",
+    "view",
+    "leader",
+    "state",
+    "lock",
+    "fault",
+    "stats",
+    "drop",
+    "invariant",
+)
+"""Trace kinds every host writes or every protocol may write (the trace schema)."""
+
+
 @dataclass(frozen=True)
 class ProtocolSpec:
+    """Everything the hosts and the lab know about a protocol family, declared with it.
+
+    * ``claims``: the properties the lab holds its traces to (see :data:`PROPERTIES`);
+    * ``order_scope``: ``run`` (total order over every delivery of a run, Raincore's one
+      token order) or ``view`` (deliveries made in one configuration, Totem's extended
+      virtual synchrony);
+    * ``total_orders``: the delivery orders total order applies to (None: every one);
+    * ``converge_on``: what "one same configuration" means for convergence, ``view``
+      (the same id and members) or ``members`` (the same member set);
+    * ``trace_kinds``: the protocol's own trace kinds beyond :data:`HOST_KINDS`;
+    * ``wire_ids``: the inclusive range of wire type ids its messages use;
+    * ``offers_lock``: whether it implements ``LockRequest`` / ``LockGranted``;
+    * ``networks``: how many networks it can use at once (``None``: any number, a
+      redundant ring); a cluster with more networks than that is refused.
+    """
+
     name: str
     factory: Callable[[MachineContext], Machine]
     settings: Mapping[str, Setting] = field(default_factory=dict)
     doc: str = ""
     offers_lock: bool = False
+    claims: frozenset[str] = DEFAULT_CLAIMS
+    order_scope: str = "run"
+    total_orders: tuple[str, ...] | None = ("agreed", "safe")
+    converge_on: str = "view"
+    trace_kinds: tuple[str, ...] = ()
+    wire_ids: tuple[int, int] | None = None
+    networks: int | None = 1
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.claims) - set(PROPERTIES))
+        if unknown:
+            raise ValueError(
+                f"protocol {self.name!r}: unknown property {unknown[0]!r} "
+                f"(known: {', '.join(PROPERTIES)})"
+            )
+        if self.order_scope not in ("run", "view"):
+            raise ValueError(f"protocol {self.name!r}: order_scope must be 'run' or 'view'")
+        if self.converge_on not in ("view", "members"):
+            raise ValueError(f"protocol {self.name!r}: converge_on must be 'view' or 'members'")
+        object.__setattr__(self, "claims", frozenset(self.claims))
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """Every trace kind this protocol's runs can hold."""
+        return (*HOST_KINDS, *(k for k in self.trace_kinds if k not in HOST_KINDS))
 
     def resolve_settings(self, given: Mapping[str, Any], where: str = "settings") -> dict[str, Any]:
         """Defaults overlaid with ``given``; raise ``ValueError`` naming a bad or unknown key."""
@@ -83,12 +158,11 @@ def _convert(spec: Setting, raw: Any, where: str) -> Any:
 
 _REGISTRY: dict[str, ProtocolSpec] = {}
 
-# Protocol packages imported on first lookup; each calls register() at import.
-_BUILTIN = (
-    "ringcast.protocols.basic",
-    "ringcast.protocols.raincore",
-    "ringcast.protocols.totem",
-)
+ENTRY_POINT_GROUP = "ringcast.protocols"
+"""Protocol families are found through this entry-point group, ringcast's own as any
+plugin's: ``[project.entry-points."ringcast.protocols"] name = "package:SPEC"``."""
+
+_loaded = False
 
 
 def register(spec: ProtocolSpec) -> ProtocolSpec:
@@ -98,17 +172,29 @@ def register(spec: ProtocolSpec) -> ProtocolSpec:
     return spec
 
 
-def _load_builtins() -> None:
-    for mod in _BUILTIN:
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as e:
-            if e.name != mod:  # a protocol package that exists but fails to import is a bug
-                raise
+def _load_entry_points() -> None:
+    """Import every protocol package of the entry-point group (once per process).
+
+    A package registers its spec when imported; the entry point names that spec, and
+    one whose object is not a :class:`ProtocolSpec` of the same name is an error.
+    """
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        spec = ep.load()
+        if not isinstance(spec, ProtocolSpec) or spec.name != ep.name:
+            raise ValueError(
+                f"entry point {ep.name!r} = {ep.value!r} in group {ENTRY_POINT_GROUP!r} "
+                f"is not the ProtocolSpec named {ep.name!r}"
+            )
+        if _REGISTRY.get(spec.name) is not spec:
+            register(spec)
 
 
 def get(name: str) -> ProtocolSpec:
-    _load_builtins()
+    _load_entry_points()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -118,13 +204,13 @@ def get(name: str) -> ProtocolSpec:
 
 def names() -> list[str]:
     """Every registered protocol, including any a plugin or a test registered."""
-    _load_builtins()
+    _load_entry_points()
     return sorted(_REGISTRY)
 
 
 def builtin_names() -> list[str]:
     """The protocols ringcast ships (those defined under ``ringcast.protocols``)."""
-    _load_builtins()
+    _load_entry_points()
     return sorted(
         name
         for name, spec in _REGISTRY.items()

@@ -22,6 +22,7 @@ from ringcast.core.effects import (
     CancelTimer,
     Deliver,
     InstallView,
+    LeaderChanged,
     LockGranted,
     LockReleased,
     Multicast,
@@ -29,6 +30,7 @@ from ringcast.core.effects import (
     Record,
     Send,
     SetTimer,
+    StateChanged,
 )
 from ringcast.core.events import (
     Event,
@@ -445,6 +447,14 @@ class NodeHost:
                 self._on_record(eff)
             elif tp is Persist:
                 self.store.put(eff.key, eff.value)
+            elif tp is LeaderChanged:
+                self.leader = eff.leader
+                self._leader_named = True
+                self._row("leader", view=eff.view, detail=detail_json({"leader": eff.leader}))
+            elif tp is StateChanged:
+                f = eff.fields
+                self.state = {k: v for k, v in f.items() if isinstance(v, str | int | float | bool)}
+                self._row("state", detail=detail_json(f))
             elif tp is LockGranted:
                 self.holds_lock = True
                 self._row("lock", detail='{"op":"granted"}')

@@ -25,6 +25,7 @@ from ringcast.core.effects import (
     CancelTimer,
     Deliver,
     InstallView,
+    LeaderChanged,
     LockGranted,
     LockReleased,
     Multicast,
@@ -32,6 +33,7 @@ from ringcast.core.effects import (
     Record,
     Send,
     SetTimer,
+    StateChanged,
 )
 from ringcast.core.events import LockRelease, LockRequest, Received, Start, Stop, Submit, TimerFired
 from ringcast.core.machine import Machine, MachineContext
@@ -234,6 +236,10 @@ class Simulation:
                 )
             elif tp is Persist:
                 node.storage[eff.key] = eff.value
+            elif tp is LeaderChanged:
+                self.rec.add(n, now, "leader", view=eff.view, detail={"leader": eff.leader})
+            elif tp is StateChanged:
+                self.rec.add(n, now, "state", detail=dict(eff.fields))
             elif tp is LockGranted:
                 node.holds_lock = True
                 node.lock_pending = False

@@ -6,7 +6,7 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
-from ringcast.core.effects import CancelTimer, Effect, Persist, Record, Send, SetTimer
+from ringcast.core.effects import CancelTimer, Effect, Persist, Record, Send, SetTimer, StateChanged
 from ringcast.core.events import Received, Start, TimerFired
 from ringcast.core.machine import MachineContext
 from ringcast.protocols.raincore import make_raincore
@@ -106,7 +106,10 @@ class Net:
 
     def records(self, node: str, kind: str) -> list[dict[str, Any]]:
         return [
-            e.fields for _, e in self.effects.get(node, []) if type(e) is Record and e.kind == kind
+            e.fields
+            for _, e in self.effects.get(node, [])
+            if (type(e) is Record and e.kind == kind)
+            or (type(e) is StateChanged and kind == "state")
         ]
 
     def of_type(self, node: str, tp: type) -> list[Any]:

@@ -3,7 +3,7 @@ and the lock granted only in Agreement."""
 
 from __future__ import annotations
 
-from ringcast.core.effects import Backpressure, Deliver, LockGranted, Record
+from ringcast.core.effects import Backpressure, Deliver, LockGranted, Record, StateChanged
 from ringcast.core.events import LockRequest, Submit
 from ringcast.protocols.raincore._messages import TOKEN_SIGNATURE, Demand, Token
 from ringcast.protocols.raincore._state import ViewState
@@ -97,7 +97,7 @@ def test_backpressure_at_the_bound_and_released_at_half() -> None:
 
 def _holds(net: Net, node: str) -> list[int]:
     """How long ``node`` kept the token each time it had it."""
-    got = [t for t, e in net.effects[node] if type(e) is Record and e.kind == "state"]
+    got = [t for t, e in net.effects[node] if type(e) is StateChanged]
     sends = [
         t
         for t, e in net.effects[node]
@@ -124,11 +124,7 @@ def test_the_lock_is_granted_only_in_agreement() -> None:
     net.run(200)
     granted = [t for t, e in net.effects["D"] if type(e) is LockGranted]
     assert granted
-    states = [
-        (t, e.fields["view_state"])
-        for t, e in net.effects["D"]
-        if type(e) is Record and e.kind == "state"
-    ]
+    states = [(t, e.fields["view_state"]) for t, e in net.effects["D"] if type(e) is StateChanged]
     eaten_in = [v for t, v in states if t <= granted[0]]
     assert ViewState.CHAOS.value in eaten_in  # D held the token in Chaos before...
     assert eaten_in[-1] == ViewState.AGREEMENT.value  # ...and was granted in Agreement

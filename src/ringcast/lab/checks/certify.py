@@ -45,7 +45,7 @@ lookup is exact: a row can only find its own (run, node).
 The certificate covers every protocol. Condition 1 gives one order over all of a run's
 deliveries, whatever their delivery order or configuration, so it also proves total
 order where it is scoped to a configuration
-(:data:`~ringcast.lab.properties.ORDER_SCOPE`, Totem): the deliveries made in one
+(:func:`~ringcast.lab.properties.order_scope`, Totem): the deliveries made in one
 configuration are a subset. fifo and integrity are scoped to the run for every
 protocol. Everything is built-in Spark SQL: one shuffle, one sort on one long, one hash
 aggregation per message, one running maximum per sender (a window over the messages,

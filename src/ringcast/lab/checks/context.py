@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ringcast.lab.properties import DEFAULT_TOTAL_ORDERS, TOTAL_ORDERS
+from ringcast.lab.properties import total_orders
 from ringcast.trace.schema import COLUMNS
 
 if TYPE_CHECKING:
@@ -376,12 +376,12 @@ def in_protocols(protocols: set[str] | frozenset[str]) -> Column:
 
 
 def total_order_filter(protocols: set[str] | frozenset[str]) -> Column:
-    """Deliveries subject to total order: per protocol, the orders of ``TOTAL_ORDERS``."""
+    """Deliveries subject to total order: per protocol, its spec's ``total_orders``."""
     from pyspark.sql import functions as F
 
     cond = F.lit(False)
     for p in sorted(protocols):
-        orders = TOTAL_ORDERS.get(p, DEFAULT_TOTAL_ORDERS)
+        orders = total_orders(p)
         mine = F.col("protocol") == p
         if orders is not None:
             mine = mine & F.col("order").isin(*orders)
@@ -391,7 +391,7 @@ def total_order_filter(protocols: set[str] | frozenset[str]) -> Column:
 
 def total_order_inputs(protocol: str) -> set[str]:
     """The run tags that give total order something to check for ``protocol``."""
-    orders = TOTAL_ORDERS.get(protocol, DEFAULT_TOTAL_ORDERS)
+    orders = total_orders(protocol)
     return {"deliver"} if orders is None else {f"deliver:{o}" for o in orders}
 
 

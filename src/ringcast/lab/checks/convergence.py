@@ -10,7 +10,7 @@ component's live nodes, within a bound of the last fault.
 * a node's final configuration is its last regular ``view`` since its last reset
   (crash, restart, join, leave); none is a violation; "one same configuration" is the
   same id and members, or the same members for protocols listed in
-  :data:`~ringcast.lab.properties.CONVERGE_ON`;
+  :func:`~ringcast.lab.properties.converge_on` (the protocol's spec);
 * the convergence time is the latest final installation minus the last fault (0 when
   every final configuration was installed before it), and must not exceed
   ``CheckContext.convergence_bound`` (default 10 s).
@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ringcast.lab.checks.context import CheckContext, in_protocols, members_key, violation
-from ringcast.lab.properties import CONVERGE_ON
+from ringcast.lab.properties import converge_on
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -81,8 +81,8 @@ def components(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
         F.lit(0),
     )
     # "One same configuration": the same id and members, or for protocols converging on
-    # members (CONVERGE_ON) the same member set (compared as canonical strings).
-    on_members = [p for p, how in CONVERGE_ON.items() if how == "members"]
+    # members (their spec's converge_on) the same member set (compared as canonical strings).
+    on_members = [p for p in sorted(protocols) if converge_on(p) == "members"]
     key = members_key("fin.members")
     same_config = F.when(F.col("protocol").isin(on_members), key).otherwise(
         F.concat_ws("\u0002", F.col("fin.view"), key)

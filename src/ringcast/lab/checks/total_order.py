@@ -2,7 +2,7 @@
 relative order.
 
 The scope of the comparison is one configuration for protocols whose
-:data:`~ringcast.lab.properties.ORDER_SCOPE` is ``view`` (Totem), else the whole run.
+:func:`~ringcast.lab.properties.order_scope` is ``view`` (Totem), else the whole run.
 For each message the first delivery at each node is kept.
 
 Per scope, the node with the most such deliveries is the reference. When it delivered
@@ -25,7 +25,7 @@ from ringcast.lab.checks.context import (
     total_order_inputs,
     violation,
 )
-from ringcast.lab.properties import ORDER_SCOPE
+from ringcast.lab.properties import order_scope
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -43,7 +43,7 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
     from pyspark.sql import functions as F
 
     d = ctx.deliveries.filter(total_order_filter(protocols))
-    by_view = sorted(p for p in protocols if ORDER_SCOPE.get(p, "run") == "view")
+    by_view = sorted(p for p in protocols if order_scope(p) == "view")
     scope = F.lit("")
     if by_view:
         scope = F.when(

@@ -45,6 +45,11 @@ SPEC = register(
             ),
         },
         doc=__doc__ or "",
+        # The baseline: reliable per-sender FIFO and a heartbeat membership; no total
+        # order and no view agreement across partitions (the lab's negative control).
+        claims=frozenset({"integrity", "fifo", "convergence"}),
+        total_orders=None,
+        wire_ids=(0x0010, 0x001F),
     )
 )
 

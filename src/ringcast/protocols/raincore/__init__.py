@@ -85,7 +85,33 @@ def make_raincore(ctx: MachineContext) -> Machine:
 
 
 SPEC = register(
-    ProtocolSpec("raincore", make_raincore, settings=SETTINGS, doc=__doc__ or "", offers_lock=True)
+    ProtocolSpec(
+        "raincore",
+        make_raincore,
+        settings=SETTINGS,
+        doc=__doc__ or "",
+        offers_lock=True,
+        claims=frozenset(
+            {
+                "view_agreement",
+                "total_order",
+                "integrity",
+                "fifo",
+                "mutual_exclusion",
+                "single_token",
+                "convergence",
+                "leader_agreement",
+            }
+        ),
+        # one token orders every delivery of a run, whatever its order
+        order_scope="run",
+        total_orders=None,
+        # a node may commit an unchanged membership at a global-view index the others
+        # skip, so equal memberships can carry different indexes (docs/protocols)
+        converge_on="members",
+        trace_kinds=("token", "911", "join", "join_request", "null_commit"),
+        wire_ids=(0x0100, 0x01FF),
+    )
 )
 
 __all__ = [

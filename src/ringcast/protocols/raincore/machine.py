@@ -22,7 +22,9 @@ from ringcast.core.effects import (
     Record,
     Send,
     SetTimer,
+    StateChanged,
     install_view,
+    leader_of_view,
 )
 from ringcast.core.events import (
     LockRelease,
@@ -251,7 +253,8 @@ class RaincoreMachine:
         out: list[Effect] = [self._persist()]
         if self.tokenState is TokenState.HUNGRY:
             # The bootstrap ring's globalView entry 1 is this node's first commit.
-            out.extend(install_view(View("1", self.globalView[1] or ())))
+            view = View("1", self.globalView[1] or ())
+            out.extend([*install_view(view), *leader_of_view(view)])
         if self.tokenState is TokenState.STARVING:
             # A new node, or a recovered one with its state: Starving, 911 (Figure 14).
             out.append(self._record_state("start"))
@@ -365,7 +368,8 @@ class RaincoreMachine:
         self.globalViewNumber = max(self.globalViewNumber, index)
         self.reservedIndex = None
         self.lastReserved = ()
-        return [*install_view(View(str(index), members)), self._persist()]
+        view = View(str(index), members)
+        return [*install_view(view), *leader_of_view(view), self._persist()]
 
     def _commit_null(self) -> list[Effect]:
         """ "commit NULL to the reserved location" (not a view: a trace record)."""
@@ -656,9 +660,8 @@ class RaincoreMachine:
 
     # ------------------------------------------------------------------ trace and storage
 
-    def _record_state(self, cause: str) -> Record:
-        return Record.of(
-            "state",
+    def _record_state(self, cause: str) -> StateChanged:
+        return StateChanged.of(
             view_state=self.viewState.value,
             token_state=self.tokenState.value,
             local_view=list(self.localView),

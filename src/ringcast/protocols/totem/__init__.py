@@ -43,6 +43,22 @@ SPEC = register(
         _factory,
         settings=SETTINGS,
         doc="Totem single ring: token-ordered agreed/safe multicast, extended virtual synchrony",
+        claims=frozenset(
+            {
+                "view_agreement",
+                "total_order",
+                "integrity",
+                "fifo",
+                "virtual_synchrony",
+                "safe_delivery",
+                "convergence",
+                "leader_agreement",
+            }
+        ),
+        # extended virtual synchrony: total order among deliveries of one configuration
+        order_scope="view",
+        trace_kinds=("token", "retransmit"),
+        wire_ids=(0x0200, 0x02FF),
     )
 )
 

@@ -22,7 +22,9 @@ from ringcast.core.effects import (
     Record,
     Send,
     SetTimer,
+    StateChanged,
     install_view,
+    leader_of_view,
 )
 from ringcast.core.events import Event, Received, Start, Stop, Submit, TimerFired
 from ringcast.core.ids import View
@@ -151,7 +153,7 @@ class TotemMachine:
         ev = self._current_ev
         if ev is not None and new not in self._targets.get(ev, ()):
             raise AssertionError(f"{self.state.value} --{ev.value}--> {new.value} not in the table")
-        out.append(Record.of("state", state=new.value, prev=self.state.value, reason=reason))
+        out.append(StateChanged.of(state=new.value, prev=self.state.value, reason=reason))
         self.state = new
         self._bind_state()
 
@@ -227,7 +229,7 @@ class TotemMachine:
         out.append(Persist(STORAGE_KEY, str(self.highest_seq).encode()))
         self.ring_id = RingId(self.highest_seq, self.node_id)
         self.log = RingLog(self.ring_id)
-        out.append(Record.of("state", state=INITIAL.value, prev="", reason="start"))
+        out.append(StateChanged.of(state=INITIAL.value, prev="", reason="start"))
         procs = {self.node_id}
         if not ctx.joining and self.node_id in ctx.members:
             procs |= set(ctx.members)
@@ -728,7 +730,8 @@ class TotemMachine:
         for m in after:
             self._emit(m, "safe" if m.safe else "agreed", out)
         self.reasm.clear()
-        out.extend(install_view(View(str(plan.new_ring), plan.memb)))
+        view = View(str(plan.new_ring), plan.memb)
+        out.extend([*install_view(view), *leader_of_view(view)])
         self.ring_id = plan.new_ring
         self.memb = plan.memb
         self.log = self.new_log
