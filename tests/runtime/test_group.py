@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ringcast.runtime import Delivery, Group, LockUnavailable, ViewChange
+from ringcast.runtime import Delivery, Group, LeaderChange, LockUnavailable, ViewChange
 from ringcast.trace import read_trace
 
 from .conftest import PROTOCOLS, TOTAL_ORDER, make_config, until
@@ -131,7 +131,7 @@ def test_multicast_rejects_bad_input(tmp_path: Path) -> None:
                 if isinstance(ev, Delivery):
                     break
             assert evs[-1].payload == b"solo"
-            assert all(isinstance(e, Delivery | ViewChange) for e in evs)
+            assert all(isinstance(e, Delivery | ViewChange | LeaderChange) for e in evs)
 
     asyncio.run(main())
 

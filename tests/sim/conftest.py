@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ringcast.core.codec import wire
 from ringcast.core.effects import (
+    EVERY_NETWORK,
     Backpressure,
     Deliver,
     Effect,
@@ -63,7 +64,7 @@ class Pinger:
             return out
         if isinstance(event, TimerFired):
             self.seq += 1
-            return [Multicast(Ping(self.seq), None), SetTimer("ping", self.period)]
+            return [Multicast(Ping(self.seq), EVERY_NETWORK), SetTimer("ping", self.period)]
         if isinstance(event, Received):
             return [Record.of("got", src=event.src, seq=event.msg.seq, network=event.network)]
         if isinstance(event, Stop):

@@ -12,12 +12,17 @@ from typing import Any
 
 from ringcast.core.ids import NodeId, View
 
+EVERY_NETWORK = -1
+"""``network`` value of a packet sent on every network the node has (heartbeats)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Send:
     """Send ``msg`` to ``dst``.
 
-    ``network`` picks one network (redundant rings); ``None`` means every configured
+    ``network`` picks one network; ``None`` (the default) means "the layer below
+    decides" (a redundant-ring layer picks one or several), and the host sends a packet
+    no layer decided for on network 0; :data:`EVERY_NETWORK` sends it on every
     network. ``reliable`` asks the reliable-unicast layer stacked under the protocol
     (Raincore's Transport Manager) to deliver it, or report
     :class:`~ringcast.core.events.SendFailed`.
@@ -25,16 +30,18 @@ class Send:
 
     dst: NodeId
     msg: Any
-    network: int | None = 0
+    network: int | None = None
     reliable: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Multicast:
-    """Send ``msg`` to every node the host knows of (broadcast domain), except self."""
+    """Send ``msg`` to every node the host knows of (broadcast domain), except self.
+
+    ``network`` as for :class:`Send`."""
 
     msg: Any
-    network: int | None = 0
+    network: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,13 +9,15 @@ Any message from a peer counts as a sign of life (``heard``), not only heartbeat
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ringcast.core.codec import wire
-from ringcast.core.effects import Effect, Multicast, SetTimer
-from ringcast.core.events import Event, Suspected, Unsuspected
+from ringcast.core.effects import EVERY_NETWORK, Effect, Multicast, SetTimer
+from ringcast.core.events import Event, Received, Suspected, Unsuspected
 from ringcast.core.ids import NodeId
 
-TIMER = "fd:tick"
+TIMER_PREFIX = "fd:"
+TIMER = TIMER_PREFIX + "tick"
 
 
 @wire(0x0003)
@@ -25,7 +27,14 @@ class Heartbeat:
 
 
 class HeartbeatDetector:
-    """Suspects peers that stay silent for ``misses`` heartbeat intervals."""
+    """Suspects peers that stay silent for ``misses`` heartbeat intervals.
+
+    A :class:`~ringcast.layers.base.Layer`: every datagram climbing through it is a sign
+    of life from its sender (heartbeats stop here); it sends heartbeats on every network.
+    """
+
+    timer_prefix: ClassVar[str] = TIMER_PREFIX
+    down_types: ClassVar[frozenset[type]] = frozenset()
 
     def __init__(self, node_id: NodeId, peers: tuple[NodeId, ...], *, interval: int, misses: int):
         if interval <= 0:
@@ -42,7 +51,7 @@ class HeartbeatDetector:
 
     def start(self, now: int) -> list[Effect]:
         self._started_at = now
-        return [Multicast(Heartbeat(), None), SetTimer(TIMER, self.interval)]
+        return [Multicast(Heartbeat(), EVERY_NETWORK), SetTimer(TIMER, self.interval)]
 
     def heard(self, src: NodeId, now: int) -> list[Event]:
         """A sign of life from ``src``; a peer heard for the first time is announced too."""
@@ -62,4 +71,20 @@ class HeartbeatDetector:
             if peer not in self.suspected and now - last >= limit:
                 self.suspected.add(peer)
                 up.append(Suspected(peer))
-        return up, [Multicast(Heartbeat(), None), SetTimer(TIMER, self.interval)]
+        return up, [Multicast(Heartbeat(), EVERY_NETWORK), SetTimer(TIMER, self.interval)]
+
+    # -- the Layer interface
+
+    def up(self, event: Event, now: int) -> tuple[list[Event], list[Effect]]:
+        if type(event) is not Received:
+            return [event], []
+        up = self.heard(event.src, now)
+        if type(event.msg) is not Heartbeat:
+            up.append(event)
+        return up, []
+
+    def down(self, effect: Effect, now: int) -> tuple[list[Event], list[Effect]]:
+        return [], [effect]
+
+    def timer(self, name: str, now: int) -> tuple[list[Event], list[Effect]]:
+        return self.tick(now)

@@ -19,7 +19,7 @@ starts there instead of waiting forever for messages that were acknowledged alre
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ringcast.core.codec import wire
 from ringcast.core.effects import CancelTimer, Effect, Persist, Record, Send, SetTimer
@@ -55,7 +55,7 @@ class _Outbound:
     next_seq: int = 0
     unacked: dict[int, Any] = field(default_factory=dict)  # seq -> payload, in seq order
     tries: int = 0  # transmissions of the oldest unacked frame without progress
-    network: int | None = 0
+    network: int | None = None
 
 
 @dataclass
@@ -66,7 +66,14 @@ class _Inbound:
 
 
 class ReliableUnicast:
-    """The sans-IO reliable-unicast layer of one node. Driven by :class:`~ringcast.layers.Stack`."""
+    """The sans-IO reliable-unicast layer of one node (a :class:`~ringcast.layers.base.Layer`).
+
+    Above it, ``Send(..., reliable=True)`` is delivered or reported with ``SendFailed``;
+    below it travel ``RtData`` frames and their ``RtAck``.
+    """
+
+    timer_prefix: ClassVar[str] = TIMER_PREFIX
+    down_types: ClassVar[frozenset[type]] = frozenset({Send})
 
     def __init__(self, node_id: NodeId, *, rto: int, max_tries: int, storage: dict[str, bytes]):
         if rto <= 0:
@@ -81,12 +88,31 @@ class ReliableUnicast:
         self._in: dict[NodeId, _Inbound] = {}
         self.retransmissions = 0
 
-    def start(self) -> list[Effect]:
+    # -- the Layer interface
+
+    def start(self, now: int = 0) -> list[Effect]:
         return [Persist(INCARNATION_KEY, str(self.incarnation).encode())]
+
+    def up(self, event: Event, now: int) -> tuple[list[Event], list[Effect]]:
+        if type(event) is Received:
+            msg = event.msg
+            if type(msg) is RtData:
+                return self.on_data(event.src, msg, event.network)
+            if type(msg) is RtAck:
+                return [], self.on_ack(event.src, msg)
+        return [event], []
+
+    def down(self, effect: Effect, now: int) -> tuple[list[Event], list[Effect]]:
+        if type(effect) is Send and effect.reliable:
+            return [], self.send(effect.dst, effect.msg, effect.network)
+        return [], [effect]
+
+    def timer(self, name: str, now: int) -> tuple[list[Event], list[Effect]]:
+        return self.on_timer(name)
 
     # -- sending
 
-    def send(self, dst: NodeId, payload: Any, network: int | None = 0) -> list[Effect]:
+    def send(self, dst: NodeId, payload: Any, network: int | None = None) -> list[Effect]:
         ob = self._out.get(dst)
         if ob is None:
             ob = self._out[dst] = _Outbound()

@@ -1,80 +1,117 @@
 """Stacking sans-IO layers under a protocol machine.
 
-:class:`Stack` is itself a :class:`~ringcast.core.machine.Machine`. It routes what the
-host hands it: frames of the reliable-unicast layer and heartbeats go to their layer,
-whose upward events (the inner message, ``SendFailed``, ``Suspected``) go on to the
-protocol; the protocol's ``Send(..., reliable=True)`` effects go down through the
-reliable layer. Everything else passes straight through.
+:class:`Stack` is itself a :class:`~ringcast.core.machine.Machine`. ``layers`` are
+listed from the top (next to the protocol) to the bottom (next to the host); each
+implements :class:`~ringcast.layers.base.Layer`. An event from the host enters the
+bottom layer and climbs: each layer answers with events for the layer above and
+effects for the layer below. The protocol's effects descend through every layer to
+the host. A layer's effects go down before its events go up, so a layer's
+acknowledgement leaves before the protocol reacts to what it acknowledged.
+
+Raincore runs over ``[ReliableUnicast]``; the coordinator protocols over
+``[ReliableUnicast, HeartbeatDetector]`` (the detector below: every datagram, data
+frames included, is a sign of life); Totem's redundant ring puts its network layer
+at the bottom.
 """
 
 from __future__ import annotations
 
-from ringcast.core.effects import Effect, Send
-from ringcast.core.events import Event, Received, Start, TimerFired
+from ringcast.core.effects import Effect
+from ringcast.core.events import Event, Start, TimerFired
 from ringcast.core.machine import Machine
 from ringcast.layers import detector as fd
 from ringcast.layers import reliable as rt
+from ringcast.layers.base import Layer
 
 
 class Stack:
+    """A protocol machine over ``layers`` (top first).
+
+    ``reliable=`` and ``detector=`` are shorthand for the two layers ringcast ships,
+    appended below ``layers`` in that order (reliable unicast above the detector).
+    """
+
     def __init__(
         self,
         upper: Machine,
-        *,
+        *layers: Layer,
         reliable: rt.ReliableUnicast | None = None,
         detector: fd.HeartbeatDetector | None = None,
     ):
         self.upper = upper
         self.node_id = upper.node_id
-        self.reliable = reliable
-        self.detector = detector
+        stack: list[Layer] = list(layers)
+        if reliable is not None:
+            stack.append(reliable)
+        if detector is not None:
+            stack.append(detector)
+        self.layers: tuple[Layer, ...] = tuple(stack)
+        prefixes = [layer.timer_prefix for layer in self.layers]
+        for p in prefixes:
+            if not p or any(q != p and (q.startswith(p) or p.startswith(q)) for q in prefixes):
+                raise ValueError(f"layer timer prefixes must be distinct and non-empty: {prefixes}")
+        self._timers = tuple((layer.timer_prefix, k) for k, layer in enumerate(self.layers))
+
+    def layer(self, kind: type) -> Layer | None:
+        """The first layer of type ``kind``, or None."""
+        for layer in self.layers:
+            if type(layer) is kind:
+                return layer
+        return None
+
+    @property
+    def reliable(self) -> rt.ReliableUnicast | None:
+        return self.layer(rt.ReliableUnicast)  # type: ignore[return-value]
+
+    @property
+    def detector(self) -> fd.HeartbeatDetector | None:
+        return self.layer(fd.HeartbeatDetector)  # type: ignore[return-value]
 
     def handle(self, event: Event, now: int) -> list[Effect]:
-        effects: list[Effect] = []
-        up: list[Event]
-        if type(event) is Received:
-            msg = event.msg
-            if self.detector is not None:
-                for e in self.detector.heard(event.src, now):
-                    self._upper(e, now, effects)
-                if type(msg) is fd.Heartbeat:
-                    return effects
-            if self.reliable is not None:
-                if type(msg) is rt.RtData:
-                    up, down = self.reliable.on_data(event.src, msg, event.network)
-                    effects.extend(down)
-                    for e in up:
-                        self._upper(e, now, effects)
-                    return effects
-                if type(msg) is rt.RtAck:
-                    effects.extend(self.reliable.on_ack(event.src, msg))
-                    return effects
-        elif type(event) is TimerFired:
-            name = event.name
-            if self.reliable is not None and name.startswith(rt.TIMER_PREFIX):
-                up, down = self.reliable.on_timer(name)
-                effects.extend(down)
-                for e in up:
-                    self._upper(e, now, effects)
-                return effects
-            if self.detector is not None and name == fd.TIMER:
-                up, down = self.detector.tick(now)
-                effects.extend(down)
-                for e in up:
-                    self._upper(e, now, effects)
-                return effects
-        elif type(event) is Start:
-            if self.reliable is not None:
-                effects.extend(self.reliable.start())
-            if self.detector is not None:
-                effects.extend(self.detector.start(now))
-        self._upper(event, now, effects)
-        return effects
+        out: list[Effect] = []
+        tp = type(event)
+        if tp is TimerFired:
+            name = event.name  # type: ignore[union-attr]
+            for prefix, k in self._timers:
+                if name.startswith(prefix):
+                    up, down = self.layers[k].timer(name, now)
+                    self._down(k + 1, down, now, out)
+                    self._up(k - 1, up, now, out)
+                    return out
+        elif tp is Start:
+            for k, layer in enumerate(self.layers):
+                self._down(k + 1, layer.start(now), now, out)
+            self._up(-1, [event], now, out)
+            return out
+        self._up(len(self.layers) - 1, [event], now, out)
+        return out
 
-    def _upper(self, event: Event, now: int, effects: list[Effect]) -> None:
-        reliable = self.reliable
-        for eff in self.upper.handle(event, now):
-            if reliable is not None and type(eff) is Send and eff.reliable:
-                effects.extend(reliable.send(eff.dst, eff.msg, eff.network))
+    def _up(self, k: int, events: list[Event], now: int, out: list[Effect]) -> None:
+        """Hand ``events`` to layer ``k`` (``-1``: the protocol)."""
+        for ev in events:
+            if k < 0:
+                self._down(0, self.upper.handle(ev, now), now, out)
             else:
-                effects.append(eff)
+                up, down = self.layers[k].up(ev, now)
+                self._down(k + 1, down, now, out)
+                if up:
+                    self._up(k - 1, up, now, out)
+
+    def _down(self, k: int, effects: list[Effect], now: int, out: list[Effect]) -> None:
+        """Hand ``effects`` to layer ``k`` (``len(layers)``: the host), in order."""
+        layers = self.layers
+        while k < len(layers):
+            layer = layers[k]
+            wanted = layer.down_types
+            if any(type(eff) in wanted for eff in effects):
+                for eff in effects:
+                    if type(eff) not in wanted:
+                        self._down(k + 1, [eff], now, out)
+                        continue
+                    up, down = layer.down(eff, now)
+                    self._down(k + 1, down, now, out)
+                    if up:
+                        self._up(k - 1, up, now, out)
+                return
+            k += 1  # nothing here for this layer: the whole batch passes on
+        out.extend(effects)

@@ -5,7 +5,14 @@ cluster file (:mod:`ringcast.runtime.config`); see ``docs/runtime.md``.
 """
 
 from ringcast.runtime.config import ClusterConfig, ConfigError, NodeConfig, load_config
-from ringcast.runtime.group import Delivery, Group, GroupEvent, LockUnavailable, ViewChange
+from ringcast.runtime.group import (
+    Delivery,
+    Group,
+    GroupEvent,
+    LeaderChange,
+    LockUnavailable,
+    ViewChange,
+)
 from ringcast.runtime.host import HostListener, NodeHost
 
 __all__ = [
@@ -15,6 +22,7 @@ __all__ = [
     "Group",
     "GroupEvent",
     "HostListener",
+    "LeaderChange",
     "LockUnavailable",
     "NodeConfig",
     "NodeHost",

@@ -11,8 +11,9 @@
             ...
 
 ``multicast`` waits while the protocol's flow control says so (``Backpressure``),
-so a sender can never queue without bound. ``events()`` yields deliveries and view
-changes (transitional and regular) in the order the protocol produced them; events
+so a sender can never queue without bound. ``events()`` yields deliveries, view
+changes (transitional and regular) and leader changes in the order the protocol
+produced them; events
 are queued only while someone iterates (or after :meth:`Group.subscribe`), up to
 ``max_events``; beyond that the oldest are dropped and counted in ``events_lost``.
 """
@@ -48,7 +49,15 @@ class ViewChange:
     transitional: bool
 
 
-GroupEvent = Delivery | ViewChange
+@dataclass(frozen=True, slots=True)
+class LeaderChange:
+    """The protocol now names ``leader`` as the group's leader (coordinator) in ``view_id``."""
+
+    leader: str | None
+    view_id: str | None
+
+
+GroupEvent = Delivery | ViewChange | LeaderChange
 
 
 class LockUnavailable(RuntimeError):
@@ -248,6 +257,9 @@ class Group:
     def on_view(self, v: View) -> None:
         self._push(ViewChange(v.view_id, v.members, v.transitional))
         self._view_seen.set()
+
+    def on_leader(self, leader: str | None, view: str | None) -> None:
+        self._push(LeaderChange(leader, view))
 
     def on_lock(self, granted: bool, reason: str) -> None:
         if granted and self._lock_waiters:

@@ -17,32 +17,10 @@ import time
 from typing import Any, Protocol
 
 from ringcast.core.codec import DecodeError, EncodeError, cluster_id_of, decode, encode
-from ringcast.core.effects import (
-    Backpressure,
-    CancelTimer,
-    Deliver,
-    InstallView,
-    LeaderChanged,
-    LockGranted,
-    LockReleased,
-    Multicast,
-    Persist,
-    Record,
-    Send,
-    SetTimer,
-    StateChanged,
-)
-from ringcast.core.events import (
-    Event,
-    LockRelease,
-    LockRequest,
-    Received,
-    Start,
-    Stop,
-    Submit,
-    TimerFired,
-)
+from ringcast.core.effects import Deliver
+from ringcast.core.events import Event, LockRelease, Received, Start, Stop, TimerFired
 from ringcast.core.ids import View
+from ringcast.core.interpreter import Interpreter, NullTrace
 from ringcast.core.machine import Machine, MachineContext
 from ringcast.protocols import registry
 from ringcast.runtime.config import ClusterConfig
@@ -61,6 +39,7 @@ class HostListener(Protocol):
 
     def on_deliver(self, d: Deliver) -> None: ...
     def on_view(self, v: View) -> None: ...
+    def on_leader(self, leader: str | None, view: str | None) -> None: ...
     def on_lock(self, granted: bool, reason: str) -> None: ...
     def on_backpressure(self, blocked: bool) -> None: ...
 
@@ -83,13 +62,6 @@ class NodeHost:
         self.spec = registry.get(config.protocol)
         self.metrics = Metrics()
         self.log = node_logger(node_id)
-        self.view: View | None = None
-        self.leader: str | None = None
-        self._leader_named = False
-        """The protocol records ``leader`` events: they alone set :attr:`leader`."""
-        self.state: dict[str, Any] = {}
-        self.blocked = False
-        self.holds_lock = False
         self.running = False
         self._trace_on = trace and config.trace_dir is not None
         self._cluster_id = cluster_id_of(config.name)
@@ -105,7 +77,6 @@ class NodeHost:
         self._timers: dict[str, float] = {}
         self._wake: asyncio.TimerHandle | None = None
         self._wake_at = 0.0
-        self._deliver_detail: dict[str, str | None] = {}
         self._waiters: list[asyncio.Future[None]] = []
         self._machine: Machine | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -113,8 +84,39 @@ class NodeHost:
         self._trace: TraceLog | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._warn = RateLimit()
-        self._nets = range(config.networks)
         self._mcast = config.transport == "multicast"
+        self._rearm = False
+        self.interp = Interpreter(node_id, _RuntimeIO(self), NullTrace(), networks=config.networks)
+        """The shared effect interpreter; it holds the view, leader, lock and flow state."""
+
+    # ------------------------------------------------------------ what the application sees
+
+    @property
+    def view(self) -> View | None:
+        return self.interp.view
+
+    @property
+    def leader(self) -> str | None:
+        """The leader the protocol names (``LeaderChanged``); for a protocol that names
+        none, the first member of the current regular view (the same at every node of
+        the view, never kept from an earlier one)."""
+        interp = self.interp
+        if interp.leader_named:
+            return interp.leader
+        v = interp.view
+        return v.leader if v is not None and not v.transitional else interp.leader
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return self.interp.state
+
+    @property
+    def blocked(self) -> bool:
+        return self.interp.blocked
+
+    @property
+    def holds_lock(self) -> bool:
+        return self.interp.holds_lock
 
     # ------------------------------------------------------------ lifecycle
 
@@ -146,6 +148,7 @@ class NodeHost:
                 boot=self.boot,
                 rotate_ns=cfg.trace_rotate_ns,
             )
+            self.interp.trace = self._trace
         self._loop = asyncio.get_running_loop()
         self._transport = UdpTransport(
             self.node.addresses, groups=cfg.multicast if self._mcast else ()
@@ -191,7 +194,7 @@ class NodeHost:
         if self._transport is not None:
             self.metrics.packets_out = self._transport.packets_out
             self._transport.close()
-        stats = self.metrics.as_dict()
+        stats = self._metrics()
         stats.pop("rates", None)
         self._row("stats", detail=detail_json(stats))
         if self._trace is not None:
@@ -208,6 +211,7 @@ class NodeHost:
                 self.metrics.bytes_out = self._transport.bytes_out
                 self.metrics.drops["send_buffer_full"] = self._transport.dropped_full
                 self.metrics.drops["send_refused"] = self._transport.send_errors
+            self.metrics.tokens = self.interp.tokens
             self.metrics.sample()
             if self._trace is not None:
                 self._trace.tick()
@@ -223,16 +227,18 @@ class NodeHost:
             raise RuntimeError(f"node {self.node_id} is not running")
         msg_id = self.next_msg_id()
         self.metrics.submitted += 1
-        self._row("submit", msg=msg_id, order=order, size=len(payload))
-        self._feed(Submit(msg_id, payload, order))
+        self._feed(self.interp.submit(msg_id, payload, order, self._now()))
         return msg_id
 
     def lock_request(self) -> None:
-        self._row("lock", detail='{"op":"requested"}')
-        self._feed(LockRequest())
+        self._feed(self.interp.lock_request(self._now()))
 
     def lock_release(self) -> None:
         self._feed(LockRelease())
+
+    def _metrics(self) -> dict[str, Any]:
+        self.metrics.tokens = self.interp.tokens
+        return self.metrics.as_dict()
 
     def status(self) -> dict[str, Any]:
         v = self.view
@@ -249,7 +255,7 @@ class NodeHost:
             "state": self.state,
             "blocked": self.blocked,
             "holds_lock": self.holds_lock,
-            "metrics": self.metrics.as_dict(),
+            "metrics": self._metrics(),
         }
 
     # ------------------------------------------------------------ machine plumbing
@@ -262,9 +268,10 @@ class NodeHost:
         machine = self._machine
         if machine is None or not self.running:
             return
-        effects = machine.handle(event, self._now())
+        now = self._now()
+        effects = machine.handle(event, now)
         if effects:
-            self._apply(effects)
+            self._apply(effects, now)
         if self._waiters:
             self._notify()
 
@@ -361,7 +368,7 @@ class NodeHost:
             self.log.error("cannot encode message", fields={"error": str(e)})
             return None
 
-    def _send(self, dst: str, msg: Any, network: int | None) -> None:
+    def _send(self, dst: str, msg: Any, networks: tuple[int, ...]) -> None:
         addrs = self._addr.get(dst)
         tr = self._transport
         if addrs is None or tr is None:
@@ -370,15 +377,15 @@ class NodeHost:
         frame = self._packet(msg)
         if frame is None:
             return
-        for net in self._nets if network is None else (network,):
+        for net in networks:
             tr.send(self._sealer.seal(frame, self._seq.take()), addrs[net], net)
 
-    def _multicast(self, msg: Any, network: int | None) -> None:
+    def _multicast(self, msg: Any, networks: tuple[int, ...]) -> None:
         tr = self._transport
         frame = self._packet(msg)
         if frame is None or tr is None:
             return
-        for net in self._nets if network is None else (network,):
+        for net in networks:
             packet = self._sealer.seal(frame, self._seq.take())
             if self._mcast:
                 tr.multicast(packet, net)
@@ -386,105 +393,73 @@ class NodeHost:
                 for addr in self._fanout[net]:
                     tr.send(packet, addr, net)
 
+    def _apply(self, effects: list[Any], now: int | None = None) -> None:
+        """Carry out ``effects`` (the shared interpreter), then re-arm the loop timer."""
+        self.interp.apply(effects, self._now() if now is None else now)
+        if self._rearm:
+            self._rearm = False
+            if self.running:
+                self._arm()
+
     def _row(self, kind: str, **cols: Any) -> None:
         if self._trace is not None:
-            self._trace.add(kind, **cols)
+            self._trace.add(0, kind, **cols)
 
-    def _apply(self, effects: list[Any]) -> None:
-        listener = self.listener
-        metrics = self.metrics
-        trace = self._trace
-        details = self._deliver_detail
-        timers = self._timers
-        rearm = False
-        for eff in effects:
-            tp = type(eff)
-            if tp is Deliver:
-                metrics.delivered += 1
-                if trace is not None:
-                    sender = eff.sender
-                    detail = details.get(sender)
-                    if detail is None and sender:
-                        detail = details[sender] = detail_json({"sender": sender})
-                    size = len(eff.payload)
-                    trace.add("deliver", eff.msg_id, eff.order, size=size, detail=detail)
-                if listener is not None:
-                    listener.on_deliver(eff)
-            elif tp is Send:
-                self._send(eff.dst, eff.msg, eff.network)
-            elif tp is Multicast:
-                self._multicast(eff.msg, eff.network)
-            elif tp is SetTimer:
-                assert self._loop is not None
-                timers[eff.name] = self._loop.time() + eff.delay / 1e9
-                rearm = True
-            elif tp is CancelTimer:
-                if timers.pop(eff.name, None) is not None:
-                    rearm = True
-            elif tp is InstallView:
-                v = eff.view
-                self.view = v
-                self.metrics.views += 1
-                if not v.transitional and not self._leader_named:
-                    # a protocol that names no leader: the view's own (View.leader), the
-                    # same at every node of the view; never kept from an earlier view,
-                    # which a node that joined later or restarted did not see
-                    self.leader = v.leader
-                self._row(
-                    "view", view=v.view_id, members=list(v.members), transitional=v.transitional
-                )
-                self.log.info(
-                    "view installed",
-                    fields={
-                        "view": v.view_id,
-                        "members": list(v.members),
-                        "transitional": v.transitional,
-                    },
-                )
-                if listener is not None:
-                    listener.on_view(v)
-            elif tp is Record:
-                self._on_record(eff)
-            elif tp is Persist:
-                self.store.put(eff.key, eff.value)
-            elif tp is LeaderChanged:
-                self.leader = eff.leader
-                self._leader_named = True
-                self._row("leader", view=eff.view, detail=detail_json({"leader": eff.leader}))
-            elif tp is StateChanged:
-                f = eff.fields
-                self.state = {k: v for k, v in f.items() if isinstance(v, str | int | float | bool)}
-                self._row("state", detail=detail_json(f))
-            elif tp is LockGranted:
-                self.holds_lock = True
-                self._row("lock", detail='{"op":"granted"}')
-                if listener is not None:
-                    listener.on_lock(True, "granted")
-            elif tp is LockReleased:
-                self.holds_lock = False
-                self._row("lock", detail=detail_json({"op": "released", "reason": eff.reason}))
-                if listener is not None:
-                    listener.on_lock(False, eff.reason)
-            elif tp is Backpressure:
-                self.blocked = eff.blocked
-                if listener is not None:
-                    listener.on_backpressure(eff.blocked)
-            else:
-                raise TypeError(f"{self.node_id}: protocol returned an unknown effect {eff!r}")
-        if rearm and self.running:
-            self._arm()
 
-    def _on_record(self, rec: Record) -> None:
-        kind = rec.kind
-        f = rec.fields
-        if kind == "token":
-            self.metrics.tokens += 1
-        elif kind == "state":
-            self.state = {k: v for k, v in f.items() if isinstance(v, str | int | float | bool)}
-        elif kind == "leader":
-            leader = f.get("leader", f.get("node"))
-            if leader is not None:
-                self.leader = str(leader)
-                self._leader_named = True
-        if self._trace is not None:
-            self._trace.add_record(kind, f)
+class _RuntimeIO:
+    """The runtime's side of the :class:`~ringcast.core.interpreter.HostIO`: sealed UDP
+    datagrams, the event loop's clock, the state store, and the Group as application."""
+
+    __slots__ = ("host",)
+
+    def __init__(self, host: NodeHost):
+        self.host = host
+
+    def send(self, dst: str, msg: Any, networks: tuple[int, ...]) -> None:
+        self.host._send(dst, msg, networks)
+
+    def multicast(self, msg: Any, networks: tuple[int, ...]) -> None:
+        self.host._multicast(msg, networks)
+
+    def set_timer(self, name: str, delay: int) -> None:
+        host = self.host
+        assert host._loop is not None
+        host._timers[name] = host._loop.time() + delay / 1e9
+        host._rearm = True
+
+    def cancel_timer(self, name: str) -> None:
+        host = self.host
+        if host._timers.pop(name, None) is not None:
+            host._rearm = True
+
+    def persist(self, key: str, value: bytes) -> None:
+        self.host.store.put(key, value)
+
+    def on_deliver(self, d: Deliver) -> None:
+        host = self.host
+        host.metrics.delivered += 1
+        if host.listener is not None:
+            host.listener.on_deliver(d)
+
+    def on_view(self, v: View) -> None:
+        host = self.host
+        host.metrics.views += 1
+        host.log.info(
+            "view installed",
+            fields={"view": v.view_id, "members": list(v.members), "transitional": v.transitional},
+        )
+        if host.listener is not None:
+            host.listener.on_view(v)
+
+    def on_leader(self, leader: str | None, view: str | None) -> None:
+        on_leader = getattr(self.host.listener, "on_leader", None)
+        if on_leader is not None:  # (a listener written before leaders were events)
+            on_leader(leader, view)
+
+    def on_lock(self, granted: bool, reason: str) -> None:
+        if self.host.listener is not None:
+            self.host.listener.on_lock(granted, reason)
+
+    def on_backpressure(self, blocked: bool) -> None:
+        if self.host.listener is not None:
+            self.host.listener.on_backpressure(blocked)

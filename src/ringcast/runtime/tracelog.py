@@ -20,7 +20,7 @@ from typing import Any
 
 from ringcast.runtime.storage import Reservation, StateStore
 from ringcast.trace import open_writer
-from ringcast.trace.rows import RECORD_COLUMNS, host_detail
+from ringcast.trace.rows import host_detail
 
 detail_json = host_detail  # one detail encoding for the simulator and the runtime
 
@@ -60,6 +60,7 @@ class TraceLog:
 
     def add(
         self,
+        t_host: int,
         kind: str,
         msg: str | None = None,
         order: str | None = None,
@@ -69,6 +70,8 @@ class TraceLog:
         size: int | None = None,
         detail: str | None = None,
     ) -> None:
+        # ``t_host`` is the host's monotonic time: rows are stamped with wall-clock time
+        # since the run's origin instead, shared by every node of the cluster.
         t = time.time_ns() - self.origin
         self._rows.append(
             (
@@ -88,16 +91,6 @@ class TraceLog:
         )
         if len(self._rows) >= self.max_rows:
             self.cut()
-
-    def add_record(self, kind: str, fields: dict[str, Any]) -> None:
-        """A protocol ``Record``: column-named fields fill columns, the rest is detail."""
-        cols = {k: fields[k] for k in RECORD_COLUMNS if k in fields}
-        rest = {k: v for k, v in fields.items() if k not in cols}
-        if cols.get("members") is not None:
-            cols["members"] = [str(m) for m in cols["members"]]
-        if cols.get("view") is not None:
-            cols["view"] = str(cols["view"])
-        self.add(kind, detail=detail_json(rest), **cols)
 
     def tick(self) -> None:
         """Cut a segment when its time is up (called periodically by the host)."""

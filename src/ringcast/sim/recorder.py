@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ringcast.trace.rows import RECORD_COLUMNS, host_detail
+from ringcast.trace.rows import host_detail
 from ringcast.trace.schema import COLUMNS
 
 
@@ -34,6 +34,25 @@ class Recorder:
         size: int | None = None,
         detail: dict[str, Any] | None = None,
     ) -> None:
+        """A host-owned row (a fault, a drop, the closing stats); ``detail`` a dict."""
+        self.add_row(
+            node, t, kind, msg, order, view, members, transitional, size, host_detail(detail)
+        )
+
+    def add_row(
+        self,
+        node: str,
+        t: int,
+        kind: str,
+        msg: str | None = None,
+        order: str | None = None,
+        view: str | None = None,
+        members: list[str] | None = None,
+        transitional: bool | None = None,
+        size: int | None = None,
+        detail: str | None = None,
+    ) -> None:
+        """One row of the trace schema; ``detail`` already JSON text (or None)."""
         i = self._index.get(node, 0)
         self._index[node] = i + 1
         c = self.cols
@@ -48,14 +67,32 @@ class Recorder:
         c["members"].append(members)
         c["transitional"].append(transitional)
         c["size"].append(size)
-        c["detail"].append(host_detail(detail))
+        c["detail"].append(detail)
 
-    def add_record(self, node: str, t: int, kind: str, fields: dict[str, Any]) -> None:
-        """A protocol's ``Record`` effect: known column names fill columns, the rest is detail."""
-        cols = {k: fields[k] for k in RECORD_COLUMNS if k in fields}
-        detail = {k: v for k, v in fields.items() if k not in cols}
-        if "members" in cols and cols["members"] is not None:
-            cols["members"] = list(cols["members"])
-        if "view" in cols and cols["view"] is not None:
-            cols["view"] = str(cols["view"])
-        self.add(node, t, kind, detail=detail or None, **cols)
+    def sink(self, node: str) -> NodeTrace:
+        """The :class:`~ringcast.core.interpreter.TraceSink` of one node."""
+        return NodeTrace(self, node)
+
+
+class NodeTrace:
+    """One node's rows of a :class:`Recorder` (the interpreter's trace sink)."""
+
+    __slots__ = ("_add", "node")
+
+    def __init__(self, recorder: Recorder, node: str):
+        self.node = node
+        self._add = recorder.add_row
+
+    def add(
+        self,
+        t: int,
+        kind: str,
+        msg: str | None = None,
+        order: str | None = None,
+        view: str | None = None,
+        members: list[str] | None = None,
+        transitional: bool | None = None,
+        size: int | None = None,
+        detail: str | None = None,
+    ) -> None:
+        self._add(self.node, t, kind, msg, order, view, members, transitional, size, detail)

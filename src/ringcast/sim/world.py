@@ -20,22 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ringcast.core.codec import EncodeError, encode_body
-from ringcast.core.effects import (
-    Backpressure,
-    CancelTimer,
-    Deliver,
-    InstallView,
-    LeaderChanged,
-    LockGranted,
-    LockReleased,
-    Multicast,
-    Persist,
-    Record,
-    Send,
-    SetTimer,
-    StateChanged,
-)
-from ringcast.core.events import LockRelease, LockRequest, Received, Start, Stop, Submit, TimerFired
+from ringcast.core.effects import Deliver
+from ringcast.core.events import LockRelease, Received, Start, Stop, TimerFired
+from ringcast.core.ids import View
+from ringcast.core.interpreter import Interpreter
 from ringcast.core.machine import Machine, MachineContext
 from ringcast.protocols import registry
 from ringcast.sim.latency import Latency
@@ -53,14 +41,13 @@ class SimNode:
     node_id: str
     state: str = ABSENT
     machine: Machine | None = None
+    interp: Interpreter = field(init=False)
     timers: dict[str, int] = field(default_factory=dict)
     queue: list[tuple[Any, ...]] = field(default_factory=list)
     storage: dict[str, bytes] = field(default_factory=dict)
-    blocked: bool = False
     waiting: list[Any] = field(default_factory=list)
     counter: int = 0
     incarnation: int = 0
-    holds_lock: bool = False
     lock_pending: bool = False
     sent: int = 0
     sent_bytes: int = 0
@@ -97,13 +84,18 @@ class Simulation:
         self.sched = Scheduler()
         self.rec = Recorder(self.run_id)
         self.nodes: dict[str, SimNode] = {n: SimNode(n) for n in scenario.all_nodes}
+        for node in self.nodes.values():
+            node.interp = Interpreter(
+                node.node_id,
+                _SimIO(self, node),
+                self.rec.sink(node.node_id),
+                networks=scenario.network.networks,
+            )
         self._component: dict[str, int] = dict.fromkeys(scenario.all_nodes, 0)
         self._links_down: set[tuple[str, int]] = set()
         self._links: dict[tuple[str, str], _Link] = {}
         self._drops = [[rule, 0] for rule in scenario.network.drops]
         self._timer_gen = 0
-        self._deliveries = 0
-        self._views: dict[str, int] = dict.fromkeys(scenario.all_nodes, 0)
         self._count_bytes = scenario.count_bytes
         self._net = scenario.network
         self._peers = scenario.all_nodes
@@ -155,8 +147,8 @@ class Simulation:
             "simulated_ns": sc.duration,
             "wall_s": round(wall, 6),
             "events_per_wall_second": round(self.sched.steps / wall) if wall > 0 else None,
-            "deliveries": self._deliveries,
-            "views_installed": dict(self._views),
+            "deliveries": sum(x.interp.delivered for x in self.nodes.values()),
+            "views_installed": {n: x.interp.views for n, x in self.nodes.items()},
             "messages_sent": sum(x.sent for x in self.nodes.values()),
             "bytes_sent": sum(x.sent_bytes for x in self.nodes.values()),
             "messages_lost": sum(x.lost for x in self.nodes.values()),
@@ -185,80 +177,30 @@ class Simulation:
     def _feed(self, node: SimNode, event: Any) -> None:
         machine = node.machine
         assert machine is not None
-        effects = machine.handle(event, self.sched.now)
-        if effects:
-            self._apply(node, effects)
-
-    def _apply(self, node: SimNode, effects: list[Any]) -> None:
         now = self.sched.now
-        n = node.node_id
-        for eff in effects:
-            tp = type(eff)
-            if tp is Send:
-                size = self._size(eff.msg)
-                if eff.network is None:
-                    for net in range(self._net.networks):
-                        self._transmit(node, eff.dst, eff.msg, net, size)
-                else:
-                    self._transmit(node, eff.dst, eff.msg, eff.network, size)
-            elif tp is Multicast:
-                size = self._size(eff.msg)
-                nets = range(self._net.networks) if eff.network is None else (eff.network,)
-                for dst in self._peers:
-                    if dst != n:
-                        for net in nets:
-                            self._transmit(node, dst, eff.msg, net, size)
-            elif tp is SetTimer:
-                self._timer_gen += 1
-                gen = self._timer_gen
-                node.timers[eff.name] = gen
-                self.sched.call_at(now + eff.delay, self._timer, node, eff.name, gen)
-            elif tp is CancelTimer:
-                node.timers.pop(eff.name, None)
-            elif tp is Record:
-                self.rec.add_record(n, now, eff.kind, eff.fields)
-            elif tp is Deliver:
-                self._deliveries += 1
-                # The sender is the prefix of the msg id (sender:counter); no detail needed.
-                self.rec.add(
-                    n, now, "deliver", msg=eff.msg_id, order=eff.order, size=len(eff.payload)
-                )
-            elif tp is InstallView:
-                v = eff.view
-                self._views[n] += 1
-                self.rec.add(
-                    n,
-                    now,
-                    "view",
-                    view=v.view_id,
-                    members=list(v.members),
-                    transitional=v.transitional,
-                )
-            elif tp is Persist:
-                node.storage[eff.key] = eff.value
-            elif tp is LeaderChanged:
-                self.rec.add(n, now, "leader", view=eff.view, detail={"leader": eff.leader})
-            elif tp is StateChanged:
-                self.rec.add(n, now, "state", detail=dict(eff.fields))
-            elif tp is LockGranted:
-                node.holds_lock = True
-                node.lock_pending = False
-                self.rec.add(n, now, "lock", detail={"op": "granted"})
-                self.sched.call_at(
-                    now + self._lock_hold(n), self._lock_release, node, node.incarnation
-                )
-            elif tp is LockReleased:
-                node.holds_lock = False
-                self.rec.add(n, now, "lock", detail={"op": "released", "reason": eff.reason})
-            elif tp is Backpressure:
-                node.blocked = eff.blocked
-                if not eff.blocked and node.waiting:
-                    waiting, node.waiting = node.waiting, []
-                    for run in waiting:
-                        run.waiting = False
-                        self.sched.call_at(now, self._workload_tick, run)
-            else:
-                raise TypeError(f"{n}: protocol returned an unknown effect {eff!r}")
+        effects = machine.handle(event, now)
+        if effects:
+            node.interp.apply(effects, now)
+
+    def _set_timer(self, node: SimNode, name: str, delay: int) -> None:
+        self._timer_gen += 1
+        gen = self._timer_gen
+        node.timers[name] = gen
+        self.sched.call_at(self.sched.now + delay, self._timer, node, name, gen)
+
+    def _lock_granted(self, node: SimNode) -> None:
+        node.lock_pending = False
+        now = self.sched.now
+        self.sched.call_at(
+            now + self._lock_hold(node.node_id), self._lock_release, node, node.incarnation
+        )
+
+    def _unblocked(self, node: SimNode) -> None:
+        if node.waiting:
+            waiting, node.waiting = node.waiting, []
+            for run in waiting:
+                run.waiting = False
+                self.sched.call_at(self.sched.now, self._workload_tick, run)
 
     def _size(self, msg: Any) -> int:
         if not self._count_bytes:
@@ -369,7 +311,7 @@ class Simulation:
         wl = run.wl
         if node.state is UP:
             if wl.kind == "multicast":
-                if node.blocked:
+                if node.interp.blocked:
                     run.waiting = True
                     node.waiting.append(run)
                     return
@@ -378,16 +320,12 @@ class Simulation:
                 payload = (
                     msg_id.encode().ljust(wl.size, b".")[: max(wl.size, 0)] if wl.size else b""
                 )
-                self.rec.add(
-                    node.node_id, now, "submit", msg=msg_id, order=wl.order, size=len(payload)
-                )
-                self._feed(node, Submit(msg_id, payload, wl.order))
+                self._feed(node, node.interp.submit(msg_id, payload, wl.order, now))
                 if run.remaining is not None:
                     run.remaining -= 1
-            elif not node.holds_lock and not node.lock_pending:
+            elif not node.interp.holds_lock and not node.lock_pending:
                 node.lock_pending = True
-                self.rec.add(node.node_id, now, "lock", detail={"op": "requested"})
-                self._feed(node, LockRequest())
+                self._feed(node, node.interp.lock_request(now))
                 if run.remaining is not None:
                     run.remaining -= 1
         interval = 1e9 / wl.rate
@@ -402,7 +340,7 @@ class Simulation:
         return 1_000_000
 
     def _lock_release(self, node: SimNode, incarnation: int) -> None:
-        if node.incarnation == incarnation and node.state is UP and node.holds_lock:
+        if node.incarnation == incarnation and node.state is UP and node.interp.holds_lock:
             self._feed(node, LockRelease())
 
     # ------------------------------------------------------------ nemesis
@@ -462,18 +400,67 @@ class Simulation:
             self._halt(node, LEFT)
 
     def _halt(self, node: SimNode, state: str) -> None:
-        if node.holds_lock:
-            self.rec.add(
-                node.node_id, self.sched.now, "lock", detail={"op": "released", "reason": state}
-            )
+        node.interp.lock_lost(state, self.sched.now)
+        node.interp.reset()
         node.state = state
         node.machine = None
         node.timers.clear()
         node.queue.clear()
-        node.blocked = False
-        node.holds_lock = False
         node.lock_pending = False
         for run in node.waiting:
             run.waiting = False
             self.sched.call_at(self.sched.now, self._workload_tick, run)
         node.waiting = []
+
+
+class _SimIO:
+    """The simulator's side of the :class:`~ringcast.core.interpreter.HostIO`: the
+    modelled network, virtual-time timers, the node's stable storage, and the
+    workload as the application."""
+
+    __slots__ = ("node", "world")
+
+    def __init__(self, world: Simulation, node: SimNode):
+        self.world = world
+        self.node = node
+
+    def send(self, dst: str, msg: Any, networks: tuple[int, ...]) -> None:
+        world = self.world
+        size = world._size(msg)
+        for net in networks:
+            world._transmit(self.node, dst, msg, net, size)
+
+    def multicast(self, msg: Any, networks: tuple[int, ...]) -> None:
+        world = self.world
+        size = world._size(msg)
+        me = self.node.node_id
+        for dst in world._peers:
+            if dst != me:
+                for net in networks:
+                    world._transmit(self.node, dst, msg, net, size)
+
+    def set_timer(self, name: str, delay: int) -> None:
+        self.world._set_timer(self.node, name, delay)
+
+    def cancel_timer(self, name: str) -> None:
+        self.node.timers.pop(name, None)
+
+    def persist(self, key: str, value: bytes) -> None:
+        self.node.storage[key] = value
+
+    def on_deliver(self, d: Deliver) -> None:
+        return None
+
+    def on_view(self, v: View) -> None:
+        return None
+
+    def on_leader(self, leader: str | None, view: str | None) -> None:
+        return None
+
+    def on_lock(self, granted: bool, reason: str) -> None:
+        if granted:
+            self.world._lock_granted(self.node)
+
+    def on_backpressure(self, blocked: bool) -> None:
+        if not blocked:
+            self.world._unblocked(self.node)

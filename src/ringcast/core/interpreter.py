@@ -1,0 +1,281 @@
+"""The one effect interpreter: what every host does with a machine's effects.
+
+The simulator and the asyncio runtime host the same machines. What they share, they
+share here: which networks a packet goes out on, which trace rows the host writes for
+a delivery, a view, a leader, a state, the lock, a submit, and what the application is
+told. A host supplies only the I/O it owns, as a :class:`HostIO`:
+
+- ``send(dst, msg, networks)`` / ``multicast(msg, networks)``: put one message on the
+  wire (the simulator's modelled network, the runtime's sealed UDP datagrams);
+- ``set_timer(name, delay)`` / ``cancel_timer(name)``: its clock;
+- ``persist(key, value)``: its stable storage;
+- ``on_deliver`` / ``on_view`` / ``on_leader`` / ``on_lock`` / ``on_backpressure``:
+  the application (the simulator's workload, the runtime's :class:`~ringcast.Group`);
+
+and a :class:`TraceSink` taking rows of the trace schema (the simulator's recorder, the
+runtime's rotating segment log). Trace rows written here, for every host alike:
+
+========== ===================================================================
+kind       written for
+========== ===================================================================
+submit     :meth:`Interpreter.submit` (the host assigns the message id)
+deliver    ``Deliver``: msg, order, size; no detail (the sender is the id's prefix)
+view       ``InstallView``: view, members, transitional
+leader     ``LeaderChanged``: view, ``{"leader": ...}``
+state      ``StateChanged``: its fields as detail
+lock       :meth:`Interpreter.lock_request`, ``LockGranted``, ``LockReleased``
+drop       a packet for a network the node does not have
+invariant  an effect the interpreter does not know (a protocol bug; never a crash)
+(any)      ``Record(kind, fields)``: column-named fields fill columns, the rest detail
+========== ===================================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from ringcast.core.effects import (
+    EVERY_NETWORK,
+    Backpressure,
+    CancelTimer,
+    Deliver,
+    Effect,
+    InstallView,
+    LeaderChanged,
+    LockGranted,
+    LockReleased,
+    Multicast,
+    Persist,
+    Record,
+    Send,
+    SetTimer,
+    StateChanged,
+)
+from ringcast.core.events import LockRequest, Submit
+from ringcast.core.ids import NodeId, View
+from ringcast.trace.rows import RECORD_COLUMNS, host_detail
+
+
+class TraceSink(Protocol):
+    """Where a host's trace rows go (one node's). ``t`` is the host's time of the event;
+    a sink with a clock of its own (the runtime's wall clock) may stamp its own."""
+
+    def add(
+        self,
+        t: int,
+        kind: str,
+        msg: str | None = None,
+        order: str | None = None,
+        view: str | None = None,
+        members: list[str] | None = None,
+        transitional: bool | None = None,
+        size: int | None = None,
+        detail: str | None = None,
+    ) -> None: ...
+
+
+class HostIO(Protocol):
+    """The I/O a host owns; the :class:`Interpreter` decides everything else."""
+
+    def send(self, dst: NodeId, msg: Any, networks: tuple[int, ...]) -> None: ...
+    def multicast(self, msg: Any, networks: tuple[int, ...]) -> None: ...
+    def set_timer(self, name: str, delay: int) -> None: ...
+    def cancel_timer(self, name: str) -> None: ...
+    def persist(self, key: str, value: bytes) -> None: ...
+    def on_deliver(self, d: Deliver) -> None: ...
+    def on_view(self, v: View) -> None: ...
+    def on_leader(self, leader: NodeId | None, view: str | None) -> None: ...
+    def on_lock(self, granted: bool, reason: str) -> None: ...
+    def on_backpressure(self, blocked: bool) -> None: ...
+
+
+class NullTrace:
+    """A sink that keeps nothing (a runtime node started without a trace)."""
+
+    def add(self, t: int, kind: str, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_GRANTED = host_detail({"op": "granted"})
+_REQUESTED = host_detail({"op": "requested"})
+
+
+def record_columns(fields: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """A ``Record``'s fields split into trace columns and the ``detail`` JSON.
+
+    Fields named like a column (:data:`~ringcast.trace.rows.RECORD_COLUMNS`) fill it
+    (``members`` as a list of strings, ``view`` as a string); the rest is detail.
+    """
+    cols = {k: fields[k] for k in RECORD_COLUMNS if k in fields}
+    rest = {k: v for k, v in fields.items() if k not in cols} if cols else fields
+    members = cols.get("members")
+    if members is not None:
+        cols["members"] = [str(m) for m in members]
+    view = cols.get("view")
+    if view is not None:
+        cols["view"] = str(view)
+    return cols, host_detail(rest)
+
+
+class Interpreter:
+    """Carries out one node's effects through its host's :class:`HostIO`.
+
+    It also keeps what the application and the status page see of the node: the
+    installed :attr:`view`, the :attr:`leader` the protocol names, the protocol's
+    :attr:`state`, whether it :attr:`holds_lock`, whether flow control has it
+    :attr:`blocked`, and counters of deliveries, views and token passes.
+    """
+
+    __slots__ = (
+        "_all",
+        "blocked",
+        "delivered",
+        "holds_lock",
+        "io",
+        "leader",
+        "leader_named",
+        "networks",
+        "node_id",
+        "state",
+        "tokens",
+        "trace",
+        "view",
+        "views",
+    )
+
+    def __init__(self, node_id: NodeId, io: HostIO, trace: TraceSink, *, networks: int = 1):
+        self.node_id = node_id
+        self.io = io
+        self.trace = trace
+        self.networks = networks
+        self._all = tuple(range(networks))
+        self.view: View | None = None
+        self.leader: NodeId | None = None
+        self.leader_named = False
+        """True once the protocol named a leader (some protocols never do)."""
+        self.state: dict[str, Any] = {}
+        self.holds_lock = False
+        self.blocked = False
+        self.delivered = 0
+        self.views = 0
+        self.tokens = 0
+
+    # ------------------------------------------------------------ host-initiated
+
+    def submit(self, msg_id: str, payload: bytes, order: str, now: int) -> Submit:
+        """Record the application's multicast and return the event for the machine."""
+        self.trace.add(now, "submit", msg_id, order, size=len(payload))
+        return Submit(msg_id, payload, order)
+
+    def lock_request(self, now: int) -> LockRequest:
+        """Record the application's lock request and return the event for the machine."""
+        self.trace.add(now, "lock", detail=_REQUESTED)
+        return LockRequest()
+
+    def lock_lost(self, reason: str, now: int) -> None:
+        """The node stopped (crash, leave) while holding the lock: record its release."""
+        if self.holds_lock:
+            self.holds_lock = False
+            self.trace.add(now, "lock", detail=host_detail({"op": "released", "reason": reason}))
+
+    def reset(self) -> None:
+        """The node's machine is gone (crash, leave): nothing of it is held any more."""
+        self.holds_lock = False
+        self.blocked = False
+
+    # ------------------------------------------------------------ effects
+
+    def _networks(self, network: int | None) -> tuple[int, ...] | None:
+        if network is None:
+            return (0,)
+        if network == EVERY_NETWORK:
+            return self._all
+        if 0 <= network < self.networks:
+            return (network,)
+        return None
+
+    def apply(self, effects: list[Effect], now: int) -> None:
+        """Carry out ``effects`` in order."""
+        io = self.io
+        trace = self.trace
+        for eff in effects:
+            tp = type(eff)
+            if tp is Send:
+                nets = self._networks(eff.network)
+                if nets is None:
+                    self._unknown_network(eff, now)
+                else:
+                    io.send(eff.dst, eff.msg, nets)
+            elif tp is Multicast:
+                nets = self._networks(eff.network)
+                if nets is None:
+                    self._unknown_network(eff, now)
+                else:
+                    io.multicast(eff.msg, nets)
+            elif tp is SetTimer:
+                io.set_timer(eff.name, eff.delay)
+            elif tp is CancelTimer:
+                io.cancel_timer(eff.name)
+            elif tp is Deliver:
+                self.delivered += 1
+                trace.add(now, "deliver", eff.msg_id, eff.order, size=len(eff.payload))
+                io.on_deliver(eff)
+            elif tp is Record:
+                self._record(eff, now)
+            elif tp is InstallView:
+                v = eff.view
+                self.view = v
+                self.views += 1
+                trace.add(
+                    now,
+                    "view",
+                    view=v.view_id,
+                    members=list(v.members),
+                    transitional=v.transitional,
+                )
+                io.on_view(v)
+            elif tp is LeaderChanged:
+                self.leader = eff.leader
+                self.leader_named = True
+                trace.add(now, "leader", view=eff.view, detail=host_detail({"leader": eff.leader}))
+                io.on_leader(eff.leader, eff.view)
+            elif tp is StateChanged:
+                fields = eff.fields
+                self.state = {
+                    k: v for k, v in fields.items() if isinstance(v, str | int | float | bool)
+                }
+                trace.add(now, "state", detail=host_detail(fields))
+            elif tp is Persist:
+                io.persist(eff.key, eff.value)
+            elif tp is LockGranted:
+                self.holds_lock = True
+                trace.add(now, "lock", detail=_GRANTED)
+                io.on_lock(True, "granted")
+            elif tp is LockReleased:
+                self.holds_lock = False
+                reason = eff.reason
+                trace.add(now, "lock", detail=host_detail({"op": "released", "reason": reason}))
+                io.on_lock(False, reason)
+            elif tp is Backpressure:
+                self.blocked = eff.blocked
+                io.on_backpressure(eff.blocked)
+            else:
+                trace.add(
+                    now,
+                    "invariant",
+                    detail=host_detail({"error": "unknown effect", "effect": repr(eff)[:200]}),
+                )
+
+    def _record(self, rec: Record, now: int) -> None:
+        if rec.kind == "token":
+            self.tokens += 1
+        fields = rec.fields
+        if not fields:
+            self.trace.add(now, rec.kind)
+            return
+        cols, detail = record_columns(fields)
+        self.trace.add(now, rec.kind, detail=detail, **cols)
+
+    def _unknown_network(self, eff: Send | Multicast, now: int) -> None:
+        detail = {"reason": "unknown network", "network": eff.network, "networks": self.networks}
+        self.trace.add(now, "drop", detail=host_detail(detail))
