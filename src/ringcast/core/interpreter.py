@@ -12,8 +12,9 @@ told. A host supplies only the I/O it owns, as a :class:`HostIO`:
 - ``on_deliver`` / ``on_view`` / ``on_leader`` / ``on_lock`` / ``on_backpressure``:
   the application (the simulator's workload, the runtime's :class:`~ringcast.Group`);
 
-and a :class:`TraceSink` taking rows of the trace schema (the simulator's recorder, the
-runtime's rotating segment log). Trace rows written here, for every host alike:
+and a :class:`TraceSink` (or None: no trace) taking rows of the trace schema (the
+simulator's recorder, the runtime's rotating segment log). Trace rows written here,
+for every host alike:
 
 ========== ===================================================================
 kind       written for
@@ -89,13 +90,7 @@ class HostIO(Protocol):
     def on_backpressure(self, blocked: bool) -> None: ...
 
 
-class NullTrace:
-    """A sink that keeps nothing (a runtime node started without a trace)."""
-
-    def add(self, t: int, kind: str, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
+_FIRST = (0,)
 _GRANTED = host_detail({"op": "granted"})
 _REQUESTED = host_detail({"op": "requested"})
 
@@ -143,7 +138,7 @@ class Interpreter:
         "views",
     )
 
-    def __init__(self, node_id: NodeId, io: HostIO, trace: TraceSink, *, networks: int = 1):
+    def __init__(self, node_id: NodeId, io: HostIO, trace: TraceSink | None, *, networks: int = 1):
         self.node_id = node_id
         self.io = io
         self.trace = trace
@@ -164,19 +159,23 @@ class Interpreter:
 
     def submit(self, msg_id: str, payload: bytes, order: str, now: int) -> Submit:
         """Record the application's multicast and return the event for the machine."""
-        self.trace.add(now, "submit", msg_id, order, size=len(payload))
+        if self.trace is not None:
+            self.trace.add(now, "submit", msg_id, order, size=len(payload))
         return Submit(msg_id, payload, order)
 
     def lock_request(self, now: int) -> LockRequest:
         """Record the application's lock request and return the event for the machine."""
-        self.trace.add(now, "lock", detail=_REQUESTED)
+        if self.trace is not None:
+            self.trace.add(now, "lock", detail=_REQUESTED)
         return LockRequest()
 
     def lock_lost(self, reason: str, now: int) -> None:
         """The node stopped (crash, leave) while holding the lock: record its release."""
         if self.holds_lock:
             self.holds_lock = False
-            self.trace.add(now, "lock", detail=host_detail({"op": "released", "reason": reason}))
+            if self.trace is not None:
+                released = host_detail({"op": "released", "reason": reason})
+                self.trace.add(now, "lock", detail=released)
 
     def reset(self) -> None:
         """The node's machine is gone (crash, leave): nothing of it is held any more."""
@@ -185,97 +184,99 @@ class Interpreter:
 
     # ------------------------------------------------------------ effects
 
-    def _networks(self, network: int | None) -> tuple[int, ...] | None:
-        if network is None:
-            return (0,)
-        if network == EVERY_NETWORK:
-            return self._all
-        if 0 <= network < self.networks:
-            return (network,)
-        return None
-
     def apply(self, effects: list[Effect], now: int) -> None:
-        """Carry out ``effects`` in order."""
+        """Carry out ``effects`` in order (the most frequent kinds tested first)."""
         io = self.io
         trace = self.trace
         for eff in effects:
             tp = type(eff)
-            if tp is Send:
-                nets = self._networks(eff.network)
-                if nets is None:
-                    self._unknown_network(eff, now)
+            if tp is Deliver:
+                self.delivered += 1
+                if trace is not None:
+                    trace.add(
+                        now, "deliver", eff.msg_id, eff.order, None, None, None, len(eff.payload)
+                    )
+                io.on_deliver(eff)
+            elif tp is Send or tp is Multicast:
+                network = eff.network
+                if network is None:
+                    nets = _FIRST
+                elif network == EVERY_NETWORK:
+                    nets = self._all
+                elif 0 <= network < self.networks:
+                    nets = (network,)
                 else:
-                    io.send(eff.dst, eff.msg, nets)
-            elif tp is Multicast:
-                nets = self._networks(eff.network)
-                if nets is None:
                     self._unknown_network(eff, now)
+                    continue
+                if tp is Send:
+                    io.send(eff.dst, eff.msg, nets)
                 else:
                     io.multicast(eff.msg, nets)
+            elif tp is Record:
+                if eff.kind == "token":
+                    self.tokens += 1
+                if trace is not None:
+                    fields = eff.fields
+                    if fields:
+                        cols, detail = record_columns(fields)
+                        trace.add(now, eff.kind, detail=detail, **cols)
+                    else:
+                        trace.add(now, eff.kind)
             elif tp is SetTimer:
                 io.set_timer(eff.name, eff.delay)
             elif tp is CancelTimer:
                 io.cancel_timer(eff.name)
-            elif tp is Deliver:
-                self.delivered += 1
-                trace.add(now, "deliver", eff.msg_id, eff.order, size=len(eff.payload))
-                io.on_deliver(eff)
-            elif tp is Record:
-                self._record(eff, now)
             elif tp is InstallView:
                 v = eff.view
                 self.view = v
                 self.views += 1
-                trace.add(
-                    now,
-                    "view",
-                    view=v.view_id,
-                    members=list(v.members),
-                    transitional=v.transitional,
-                )
+                if trace is not None:
+                    members = list(v.members)
+                    trace.add(
+                        now, "view", view=v.view_id, members=members, transitional=v.transitional
+                    )
                 io.on_view(v)
             elif tp is LeaderChanged:
                 self.leader = eff.leader
                 self.leader_named = True
-                trace.add(now, "leader", view=eff.view, detail=host_detail({"leader": eff.leader}))
+                if trace is not None:
+                    trace.add(
+                        now, "leader", view=eff.view, detail=host_detail({"leader": eff.leader})
+                    )
                 io.on_leader(eff.leader, eff.view)
             elif tp is StateChanged:
                 fields = eff.fields
                 self.state = {
                     k: v for k, v in fields.items() if isinstance(v, str | int | float | bool)
                 }
-                trace.add(now, "state", detail=host_detail(fields))
+                if trace is not None:
+                    trace.add(now, "state", detail=host_detail(fields))
             elif tp is Persist:
                 io.persist(eff.key, eff.value)
             elif tp is LockGranted:
                 self.holds_lock = True
-                trace.add(now, "lock", detail=_GRANTED)
+                if trace is not None:
+                    trace.add(now, "lock", detail=_GRANTED)
                 io.on_lock(True, "granted")
             elif tp is LockReleased:
                 self.holds_lock = False
                 reason = eff.reason
-                trace.add(now, "lock", detail=host_detail({"op": "released", "reason": reason}))
+                if trace is not None:
+                    released = host_detail({"op": "released", "reason": reason})
+                    trace.add(now, "lock", detail=released)
                 io.on_lock(False, reason)
             elif tp is Backpressure:
                 self.blocked = eff.blocked
                 io.on_backpressure(eff.blocked)
-            else:
-                trace.add(
-                    now,
-                    "invariant",
-                    detail=host_detail({"error": "unknown effect", "effect": repr(eff)[:200]}),
-                )
-
-    def _record(self, rec: Record, now: int) -> None:
-        if rec.kind == "token":
-            self.tokens += 1
-        fields = rec.fields
-        if not fields:
-            self.trace.add(now, rec.kind)
-            return
-        cols, detail = record_columns(fields)
-        self.trace.add(now, rec.kind, detail=detail, **cols)
+            elif trace is not None:
+                detail = host_detail({"error": "unknown effect", "effect": repr(eff)[:200]})
+                trace.add(now, "invariant", detail=detail)
 
     def _unknown_network(self, eff: Send | Multicast, now: int) -> None:
-        detail = {"reason": "unknown network", "network": eff.network, "networks": self.networks}
-        self.trace.add(now, "drop", detail=host_detail(detail))
+        if self.trace is not None:
+            detail = {
+                "reason": "unknown network",
+                "network": eff.network,
+                "networks": self.networks,
+            }
+            self.trace.add(now, "drop", detail=host_detail(detail))

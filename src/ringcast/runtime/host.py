@@ -20,7 +20,7 @@ from ringcast.core.codec import DecodeError, EncodeError, cluster_id_of, decode,
 from ringcast.core.effects import Deliver
 from ringcast.core.events import Event, LockRelease, Received, Start, Stop, TimerFired
 from ringcast.core.ids import View
-from ringcast.core.interpreter import Interpreter, NullTrace
+from ringcast.core.interpreter import Interpreter
 from ringcast.core.machine import Machine, MachineContext
 from ringcast.protocols import registry
 from ringcast.runtime.config import ClusterConfig
@@ -86,7 +86,7 @@ class NodeHost:
         self._warn = RateLimit()
         self._mcast = config.transport == "multicast"
         self._rearm = False
-        self.interp = Interpreter(node_id, _RuntimeIO(self), NullTrace(), networks=config.networks)
+        self.interp = Interpreter(node_id, _RuntimeIO(self), None, networks=config.networks)
         """The shared effect interpreter; it holds the view, leader, lock and flow state."""
 
     # ------------------------------------------------------------ what the application sees
@@ -211,7 +211,7 @@ class NodeHost:
                 self.metrics.bytes_out = self._transport.bytes_out
                 self.metrics.drops["send_buffer_full"] = self._transport.dropped_full
                 self.metrics.drops["send_refused"] = self._transport.send_errors
-            self.metrics.tokens = self.interp.tokens
+            self._sync_counters()
             self.metrics.sample()
             if self._trace is not None:
                 self._trace.tick()
@@ -236,8 +236,13 @@ class NodeHost:
     def lock_release(self) -> None:
         self._feed(LockRelease())
 
-    def _metrics(self) -> dict[str, Any]:
+    def _sync_counters(self) -> None:
+        """Counters the interpreter keeps, copied into the metrics when they are read."""
         self.metrics.tokens = self.interp.tokens
+        self.metrics.delivered = self.interp.delivered
+
+    def _metrics(self) -> dict[str, Any]:
+        self._sync_counters()
         return self.metrics.as_dict()
 
     def status(self) -> dict[str, Any]:
@@ -410,10 +415,13 @@ class _RuntimeIO:
     """The runtime's side of the :class:`~ringcast.core.interpreter.HostIO`: sealed UDP
     datagrams, the event loop's clock, the state store, and the Group as application."""
 
-    __slots__ = ("host",)
+    __slots__ = ("host", "on_deliver")
 
     def __init__(self, host: NodeHost):
         self.host = host
+        listener = host.listener
+        # a delivery goes straight to the application (counted by the interpreter)
+        self.on_deliver = listener.on_deliver if listener is not None else _ignore
 
     def send(self, dst: str, msg: Any, networks: tuple[int, ...]) -> None:
         self.host._send(dst, msg, networks)
@@ -434,12 +442,6 @@ class _RuntimeIO:
 
     def persist(self, key: str, value: bytes) -> None:
         self.host.store.put(key, value)
-
-    def on_deliver(self, d: Deliver) -> None:
-        host = self.host
-        host.metrics.delivered += 1
-        if host.listener is not None:
-            host.listener.on_deliver(d)
 
     def on_view(self, v: View) -> None:
         host = self.host
@@ -463,3 +465,7 @@ class _RuntimeIO:
     def on_backpressure(self, blocked: bool) -> None:
         if self.host.listener is not None:
             self.host.listener.on_backpressure(blocked)
+
+
+def _ignore(d: Deliver) -> None:
+    return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ringcast.trace.rows import host_detail
@@ -75,24 +76,11 @@ class Recorder:
 
 
 class NodeTrace:
-    """One node's rows of a :class:`Recorder` (the interpreter's trace sink)."""
+    """One node's rows of a :class:`Recorder` (the interpreter's trace sink):
+    ``add(t, kind, msg, order, view, members, transitional, size, detail)``."""
 
-    __slots__ = ("_add", "node")
+    __slots__ = ("add", "node")
 
     def __init__(self, recorder: Recorder, node: str):
         self.node = node
-        self._add = recorder.add_row
-
-    def add(
-        self,
-        t: int,
-        kind: str,
-        msg: str | None = None,
-        order: str | None = None,
-        view: str | None = None,
-        members: list[str] | None = None,
-        transitional: bool | None = None,
-        size: int | None = None,
-        detail: str | None = None,
-    ) -> None:
-        self._add(self.node, t, kind, msg, order, view, members, transitional, size, detail)
+        self.add = functools.partial(recorder.add_row, node)
