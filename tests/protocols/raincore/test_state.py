@@ -67,3 +67,19 @@ def test_doc_contains_exactly_the_rendered_diagram() -> None:
     end = text.index("```", start + 3) + 3
     assert text[start:end] + "\n" == rendered
     assert text.count("```mermaid") == 1
+
+
+def test_the_machine_dispatches_on_the_core_fsm_table() -> None:
+    from ringcast.core.fsm import TransitionTable
+    from ringcast.protocols.raincore._state import INITIAL_STATES, TABLE
+
+    assert isinstance(TABLE, TransitionTable)
+    for state in STATES:
+        for event, tr in TRANSITIONS[state].items():
+            assert TABLE.lookup(state, event) is tr
+    # Every boot state is a self-loop of Initialization: the diagram draws it as [*].
+    for state in INITIAL_STATES:
+        assert TABLE.lookup(state, Event.INITIALIZATION).targets == (state,)
+    # A landing outside the table is an invariant row naming the table, never an error.
+    bad = TABLE.check(STATES[0], Event.TOKEN_RECEIVED, STATES[-1])
+    assert bad is not None and bad.kind == "invariant" and bad.fields["table"] == "raincore"

@@ -12,7 +12,14 @@ from ringcast.core.machine import Machine, MachineContext
 from ringcast.core.units import MS
 from ringcast.layers import ReliableUnicast, Stack
 from ringcast.protocols.raincore._messages import MESSAGE_TYPES, Msg911, Status, Token
-from ringcast.protocols.raincore._state import STATES, TRANSITIONS, TokenState, ViewState, mermaid
+from ringcast.protocols.raincore._state import (
+    STATES,
+    TABLE,
+    TRANSITIONS,
+    TokenState,
+    ViewState,
+    mermaid,
+)
 from ringcast.protocols.raincore.machine import RaincoreMachine, RaincoreSettings
 from ringcast.protocols.registry import ProtocolSpec, Setting, register
 
@@ -119,6 +126,7 @@ __all__ = [
     "SETTINGS",
     "SPEC",
     "STATES",
+    "TABLE",
     "TRANSITIONS",
     "Msg911",
     "RaincoreMachine",

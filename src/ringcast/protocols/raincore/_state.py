@@ -5,14 +5,16 @@ Each node is in one View State (Agreement, Chaos, Reserve) and one Token State
 actually a seven-state state machine". :data:`TRANSITIONS` lists, for each of the
 seven states and each of the eight events of the pseudo code, the action the machine
 takes and every state the action may end in. :mod:`.machine` dispatches on this table
-and checks after each step that it landed in one of the listed states;
-:func:`mermaid` renders the table as the Figure 11 diagram of the docs.
+(:data:`TABLE`, a :class:`ringcast.core.fsm.TransitionTable` built from it) and checks
+after each step that it landed in one of the listed states; :func:`mermaid` renders the
+table as the Figure 11 diagram of the docs.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+
+from ringcast.core.fsm import Transition, TransitionTable
 
 
 class TokenState(enum.StrEnum):
@@ -90,24 +92,19 @@ class Action(enum.Enum):
     IGNORE = "ignore"  # a stale timer of a state the node has left
 
 
-@dataclass(frozen=True, slots=True)
-class Transition:
-    action: Action
-    targets: tuple[State, ...]
-    """Every state the action can end in (the node stays put when a check fails)."""
-
-
-def _t(action: Action, *targets: State) -> Transition:
-    return Transition(action, targets)
+def _t(action: Action, *targets: State) -> Transition[State]:
+    """The action (by its method name) and every state it can end in."""
+    return Transition(action.value, targets)
 
 
 _IGNORE_IN = {s: _t(Action.IGNORE, s) for s in STATES}
 
 # The explicit table: 7 states x 8 events. Read a row as "in this state, on this event,
 # do this, and end in one of these states".
-TRANSITIONS: dict[State, dict[Event, Transition]] = {
+TRANSITIONS: dict[State, dict[Event, Transition[State]]] = {
     EATING_AGREEMENT: {
-        Event.INITIALIZATION: _IGNORE_IN[EATING_AGREEMENT],
+        # The first member boots here and creates the token (Fig. 12's ABCD(a)11).
+        Event.INITIALIZATION: _t(Action.INITIALIZE, EATING_AGREEMENT),
         Event.TOKEN_RECEIVED: _t(Action.DROP_TOKEN, EATING_AGREEMENT),
         Event.NINE11_RECEIVED: _t(Action.HANDLE_911, EATING_AGREEMENT),
         Event.TOKEN_DELIVERY_FAILURE: _t(Action.DISCARD_RETURNED_TOKEN, EATING_AGREEMENT),
@@ -119,7 +116,8 @@ TRANSITIONS: dict[State, dict[Event, Transition]] = {
         Event.STARVING_TIMEOUT: _IGNORE_IN[EATING_AGREEMENT],
     },
     HUNGRY_AGREEMENT: {
-        Event.INITIALIZATION: _t(Action.INITIALIZE, EATING_AGREEMENT, HUNGRY_AGREEMENT),
+        # The other members boot here and wait for the token.
+        Event.INITIALIZATION: _t(Action.INITIALIZE, HUNGRY_AGREEMENT),
         Event.TOKEN_RECEIVED: _t(
             Action.ACCEPT_TOKEN, EATING_AGREEMENT, EATING_CHAOS, HUNGRY_AGREEMENT
         ),
@@ -179,6 +177,7 @@ TRANSITIONS: dict[State, dict[Event, Transition]] = {
         Event.STARVING_TIMEOUT: _IGNORE_IN[HUNGRY_CHAOS],
     },
     STARVING_CHAOS: {
+        # A joining node, and a node recovered with its state, boot here (Fig. 14).
         Event.INITIALIZATION: _t(Action.INITIALIZE, STARVING_CHAOS),
         Event.TOKEN_RECEIVED: _t(Action.ACCEPT_TOKEN, EATING_CHAOS, EATING_RESERVE, STARVING_CHAOS),
         Event.NINE11_RECEIVED: _t(Action.HANDLE_911, EATING_CHAOS, STARVING_CHAOS),
@@ -216,30 +215,26 @@ def _name(state: State) -> str:
     return f"{token.value.capitalize()}{view.value.capitalize()}"
 
 
+INITIAL_STATES: tuple[State, ...] = (EATING_AGREEMENT, HUNGRY_AGREEMENT, STARVING_CHAOS)
+"""Where a node boots: the first member (it creates the token), the other members, a
+joining or recovered node."""
+
+TABLE: TransitionTable[State, Event] = TransitionTable(
+    "raincore",
+    {(state, event): tr for state in STATES for event, tr in TRANSITIONS[state].items()},
+    states=STATES,
+    events=tuple(Event),
+    initial=[(state, Event.INITIALIZATION.value) for state in INITIAL_STATES],
+    label=_name,
+)
+"""Figure 11 as the project's one transition-table convention (``ringcast.core.fsm``)."""
+
+
 def mermaid() -> str:
-    """Figure 11 rendered from :data:`TRANSITIONS` as a Mermaid ``stateDiagram-v2`` block.
+    """Figure 11 rendered from :data:`TABLE` as a fenced Mermaid ``stateDiagram-v2``.
 
     One edge per (state, target) pair that some event leads to, labelled with those
     events; a node staying in its state (vetoes, stale timers, dropped tokens) is not
-    drawn, as in the seed's figure.
+    drawn, as in the seed's figure; ``[*]`` marks the states a node boots in.
     """
-    lines = ["```mermaid", "stateDiagram-v2"]
-    initial: dict[State, list[str]] = {}
-    edges: dict[tuple[State, State], list[str]] = {}
-    for state in STATES:
-        for event, tr in TRANSITIONS[state].items():
-            if tr.action is Action.IGNORE:
-                continue
-            for target in tr.targets:
-                if event is Event.INITIALIZATION:
-                    initial.setdefault(target, []).append(event.value)
-                elif target != state:
-                    labels = edges.setdefault((state, target), [])
-                    if event.value not in labels:
-                        labels.append(event.value)
-    for target, labels in initial.items():
-        lines.append(f"    [*] --> {_name(target)}: {', '.join(labels)}")
-    for (src, dst), labels in edges.items():
-        lines.append(f"    {_name(src)} --> {_name(dst)}: {', '.join(labels)}")
-    lines.append("```")
-    return "\n".join(lines) + "\n"
+    return TABLE.mermaid(self_loops=False, fenced=True)

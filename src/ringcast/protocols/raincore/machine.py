@@ -56,7 +56,7 @@ from ringcast.protocols.raincore._ring import (
 )
 from ringcast.protocols.raincore._state import (
     ON_TOKEN,
-    TRANSITIONS,
+    TABLE,
     Event,
     State,
     TokenState,
@@ -135,6 +135,7 @@ class RaincoreMachine:
         self.tokenState = TokenState.STARVING
         self.viewState = ViewState.CHAOS
         self.creates_token = False
+        self.bootstrap = False
         incarnation = 1
         delivered: tuple = ()
         snap = _load(ctx.storage.get(STATE_KEY))
@@ -152,9 +153,11 @@ class RaincoreMachine:
             self.globalView = {1: tuple(ctx.members)}
             self.globalViewNumber = 1
             self.localView = tuple(ctx.members)
-            self.tokenState = TokenState.HUNGRY
             self.viewState = ViewState.AGREEMENT
+            self.bootstrap = True
             self.creates_token = ctx.members[0] == ctx.node_id
+            # The first member boots Eating (it creates the token), the others Hungry.
+            self.tokenState = TokenState.EATING if self.creates_token else TokenState.HUNGRY
         self.incarnation = incarnation
         self.multicast = TokenMulticast(
             self.node_id,
@@ -231,27 +234,24 @@ class RaincoreMachine:
         return []  # Suspected / Unsuspected: Raincore's failure detector is the transport
 
     def _step(self, event: Event, now: int, *args: Any) -> list[Effect]:
+        """Dispatch on the transition table (``ringcast.core.fsm``): look the pair up, run
+        its action, and record an ``invariant`` row if the node landed outside it."""
         before = self.state
-        tr = TRANSITIONS[before][event]
-        handler: Callable[..., list[Effect]] = getattr(self, "_" + tr.action.value)
+        tr = TABLE.lookup(before, event)
+        if tr is None:  # every pair is listed; kept for the convention's sake
+            return [TABLE.unlisted(before, event)]
+        handler: Callable[..., list[Effect]] = getattr(self, "_" + tr.action)
         out = handler(now, *args)
-        if self.state not in tr.targets:  # the table is the specification: say so loudly
-            out.append(
-                Record.of(
-                    "invariant",
-                    error="transition not in table",
-                    event=event.value,
-                    before=_label(before),
-                    after=_label(self.state),
-                )
-            )
+        bad = TABLE.check(before, event, self.state)
+        if bad is not None:  # the table is the specification: say so loudly
+            out.append(bad)
         return out
 
     # ------------------------------------------------------------------ 1. Initialization
 
     def _initialize(self, now: int) -> list[Effect]:
         out: list[Effect] = [self._persist()]
-        if self.tokenState is TokenState.HUNGRY:
+        if self.bootstrap:
             # The bootstrap ring's globalView entry 1 is this node's first commit.
             view = View("1", self.globalView[1] or ())
             out.extend([*install_view(view), *leader_of_view(view)])
@@ -561,8 +561,11 @@ class RaincoreMachine:
         return [Record.of("911", op="rerouted", dst=m.destination_node), *self._send_911_msg(m)]
 
     def _step_inline(self, event: Event, now: int, *args: Any) -> list[Effect]:
-        tr = TRANSITIONS[self.state][event]
-        handler: Callable[..., list[Effect]] = getattr(self, "_" + tr.action.value)
+        """An event the node raises itself inside another step (the table's action)."""
+        tr = TABLE.lookup(self.state, event)
+        if tr is None:
+            return [TABLE.unlisted(self.state, event)]
+        handler: Callable[..., list[Effect]] = getattr(self, "_" + tr.action)
         return handler(now, *args)
 
     # ------------------------------------------------------------------ 6. Eating timeout
@@ -695,10 +698,6 @@ def _load(raw: bytes | None) -> Snapshot | None:
     except (DecodeError, EncodeError):
         return None
     return msg if type(msg) is Snapshot else None
-
-
-def _label(state: State) -> str:
-    return f"{state[0].value}/{state[1].value}"
 
 
 def _drop(reason: str, **fields: Any) -> Record:
