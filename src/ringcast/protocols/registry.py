@@ -82,8 +82,9 @@ class ProtocolSpec:
     * ``trace_kinds``: the protocol's own trace kinds beyond :data:`HOST_KINDS`;
     * ``wire_ids``: the inclusive range of wire type ids its messages use;
     * ``offers_lock``: whether it implements ``LockRequest`` / ``LockGranted``;
-    * ``networks``: how many networks it can use at once (``None``: any number, a
-      redundant ring); a cluster with more networks than that is refused.
+    * ``networks``: how many networks it uses at once (``None``: any number, a
+      redundant ring); in a cluster with more, a single-network protocol's packets go
+      out on network 0 and the other networks stay unused.
     """
 
     name: str

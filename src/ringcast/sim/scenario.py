@@ -71,6 +71,7 @@ class NetworkModel:
     duplication: float = 0.0
     reorder: float = 0.0
     reorder_delay: int = 2_000_000
+    corrupt: float = 0.0  # a message's encoded frame gets random bytes flipped in flight
     networks: int = 1
     max_datagram: int = MAX_DATAGRAM
     links: tuple[LinkRule, ...] = ()
@@ -226,6 +227,7 @@ def _parse_network(raw: Any, nodes: tuple[str, ...], where: str) -> NetworkModel
     kw["duplication"] = _prob(t, "duplication")
     kw["reorder"] = _prob(t, "reorder")
     kw["reorder_delay"] = _duration(t, "reorder_delay", 2_000_000)
+    kw["corrupt"] = _prob(t, "corrupt")
     kw["networks"] = _int(t, "networks", 1, minimum=1)
     kw["max_datagram"] = _int(t, "max_datagram", MAX_DATAGRAM, minimum=0)
     links = []

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ringcast.core.codec import EncodeError, encode_body
+from ringcast.core.codec import DecodeError, EncodeError, decode, encode, encode_body
 from ringcast.core.effects import Deliver
 from ringcast.core.events import LockRelease, Received, Start, Stop, TimerFired
 from ringcast.core.ids import View
@@ -263,13 +263,35 @@ class Simulation:
         if link.loss and rng.random() < link.loss:
             node.lost += 1
             return
-        copies = 2 if link.duplication and rng.random() < link.duplication else 1
         net_model = self._net
+        if net_model.corrupt and rng.random() < net_model.corrupt:
+            msg = self._corrupted(msg, src, rng)
+            if msg is None:  # the flipped bytes no longer decode: the receiver drops it
+                node.lost += 1
+                return
+        copies = 2 if link.duplication and rng.random() < link.duplication else 1
         for _ in range(copies):
             delay = link.latency.sample(rng)
             if net_model.reorder and rng.random() < net_model.reorder:
                 delay += rng.randint(0, net_model.reorder_delay)
             self.sched.call_at(self.sched.now + delay, self._arrive, target, src, msg, net)
+
+    @staticmethod
+    def _corrupted(msg: Any, src: str, rng: random.Random) -> Any:
+        """``msg`` as it arrives after 1 to 4 random bytes of its encoded frame (past the
+        magic and version) were flipped in flight; None if it no longer decodes."""
+        try:
+            data = bytearray(encode(msg, sender=src))
+        except EncodeError:
+            return None
+        head = min(3, len(data) - 1)
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(head, len(data))
+            data[i] ^= rng.randint(1, 255)
+        try:
+            return decode(bytes(data)).msg
+        except DecodeError:
+            return None
 
     def _dropped_by_rule(self, src: str, dst: str, msg: Any) -> bool:
         for entry in self._drops:

@@ -190,3 +190,29 @@ def test_duplicate_token_is_dropped() -> None:
         for e in out
     )
     assert not any(type(e) is Send for e in out)
+
+
+def test_dispatch_is_the_platform_table() -> None:
+    from ringcast.core.fsm import TransitionTable
+    from ringcast.protocols.totem._state import TABLE
+
+    assert isinstance(TABLE, TransitionTable)
+    assert TABLE.rows == TRANSITIONS
+    m = _machine()
+    m.handle(Start(), 0)
+    # a regular token in Gather: the table's unlisted row, state unchanged
+    out = m.handle(Received("P2", Token(RingId(99, "X"), 1, 0, 0, "", (), 0, 0)), 1)
+    assert TABLE.unlisted(State.GATHER, Ev.TOKEN) in out
+    assert m.state is State.GATHER
+
+
+def test_a_target_outside_the_table_is_an_invariant_row_not_an_exception() -> None:
+    m = _machine()
+    m.handle(Start(), 0)
+    out: list[object] = []
+    m._current_ev = Ev.JOIN_TIMEOUT  # Gather on a join timeout may only stay in Gather
+    m._set_state(State.RECOVERY, out, "forced by the test")
+    inv = [e for e in out if type(e) is Record and e.kind == "invariant"]
+    assert len(inv) == 1 and inv[0].fields["before"] == "Gather"
+    assert inv[0].fields["after"] == "Recovery"
+    assert m.state is State.RECOVERY  # it carries on

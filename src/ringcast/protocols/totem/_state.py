@@ -2,15 +2,18 @@
 Machine for Membership"; seed 001, "Totem на одном кольце. Машина состояний").
 
 :data:`TRANSITIONS` maps ``(state, event)`` to the action the machine runs and the states
-that action may lead to. A pair missing from the table is an unexpected event in that state:
-the machine drops it and records a ``drop`` trace event. :func:`render_mermaid` draws the
-table as the Mermaid state diagram embedded in ``docs/protocols/totem.md``.
+that action may lead to; :data:`TABLE` is that table as a
+:class:`ringcast.core.fsm.TransitionTable`, on which the machine dispatches. A pair missing
+from the table is an unexpected event in that state: the machine drops it and records a
+``drop`` trace event (``TABLE.unlisted``). :func:`render_mermaid` draws the table as the
+Mermaid state diagram embedded in ``docs/protocols/totem.md``.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+
+from ringcast.core.fsm import IGNORE, Transition, TransitionTable
 
 
 class State(enum.Enum):
@@ -37,17 +40,9 @@ class Ev(enum.Enum):
     FAIL_TO_RECV = "failure to receive"
 
 
-@dataclass(frozen=True, slots=True)
-class Transition:
-    """What a ``(state, event)`` pair does: run ``action``; end in one of ``targets``."""
-
-    action: str
-    targets: tuple[State, ...]
-
-
 OP, GA, CO, RE = State.OPERATIONAL, State.GATHER, State.COMMIT, State.RECOVERY
 
-TRANSITIONS: dict[tuple[State, Ev], Transition] = {
+TRANSITIONS: dict[tuple[State, Ev], Transition[State]] = {
     # Operational: the total ordering protocol runs; any sign of a membership change
     # (token loss, a join, a foreign message, failure to receive) starts Gather.
     (OP, Ev.MCAST): Transition("mcast", (OP,)),
@@ -67,7 +62,7 @@ TRANSITIONS: dict[tuple[State, Ev], Transition] = {
     (GA, Ev.CONSENSUS_TIMEOUT): Transition("consensus_timeout", (GA, CO)),
     # Commit: the commit token's two rotations.
     (CO, Ev.MCAST): Transition("mcast", (CO,)),
-    (CO, Ev.FOREIGN): Transition("ignore", (CO,)),
+    (CO, Ev.FOREIGN): Transition(IGNORE, (CO,)),
     (CO, Ev.JOIN): Transition("join", (CO, GA)),
     (CO, Ev.COMMIT_TOKEN): Transition("commit_token", (CO, RE)),
     (CO, Ev.TOKEN_LOSS): Transition("token_loss", (GA,)),
@@ -76,7 +71,7 @@ TRANSITIONS: dict[tuple[State, Ev], Transition] = {
     # transitional and regular configurations, atomically, on entering Operational.
     (RE, Ev.MCAST): Transition("mcast", (RE,)),
     (RE, Ev.TOKEN): Transition("token", (RE, OP)),
-    (RE, Ev.FOREIGN): Transition("ignore", (RE,)),
+    (RE, Ev.FOREIGN): Transition(IGNORE, (RE,)),
     (RE, Ev.JOIN): Transition("join", (RE, GA)),
     (RE, Ev.COMMIT_TOKEN): Transition("commit_token", (RE,)),
     (RE, Ev.TOKEN_LOSS): Transition("token_loss", (GA,)),
@@ -87,10 +82,16 @@ INITIAL = GA
 """Every node boots in Gather and forms its first ring through the membership protocol."""
 
 
+TABLE: TransitionTable[State, Ev] = TransitionTable(
+    "totem",
+    TRANSITIONS,
+    states=State,
+    events=Ev,
+    initial=[(INITIAL, "start")],
+)
+
+
 def render_mermaid() -> str:
-    """The transition table as a Mermaid ``stateDiagram-v2`` (self-loops included)."""
-    lines = ["stateDiagram-v2", f"    [*] --> {INITIAL.value}: start"]
-    for (state, ev), tr in TRANSITIONS.items():
-        for target in tr.targets:
-            lines.append(f"    {state.value} --> {target.value}: {ev.value}")
-    return "\n".join(lines) + "\n"
+    """The transition table as a Mermaid ``stateDiagram-v2`` (self-loops included; the
+    ``ignore`` rows, a foreign message in Commit or Recovery, are not drawn)."""
+    return TABLE.mermaid(self_loops=True)

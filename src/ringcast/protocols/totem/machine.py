@@ -29,7 +29,7 @@ from ringcast.core.effects import (
 from ringcast.core.events import Event, Received, Start, Stop, Submit, TimerFired
 from ringcast.core.ids import View
 from ringcast.core.machine import MachineContext
-from ringcast.protocols.totem import flow
+from ringcast.protocols.totem import _validate, flow
 from ringcast.protocols.totem._messages import (
     CommitToken,
     Join,
@@ -40,7 +40,7 @@ from ringcast.protocols.totem._messages import (
     RingId,
     Token,
 )
-from ringcast.protocols.totem._state import INITIAL, TRANSITIONS, Ev, State
+from ringcast.protocols.totem._state import INITIAL, TABLE, Ev, State
 from ringcast.protocols.totem.membership import Gatherer, new_commit_token
 from ringcast.protocols.totem.ordering import RingLog
 from ringcast.protocols.totem.packing import Packer, Reassembler
@@ -126,22 +126,20 @@ class TotemMachine:
             "ignore": self._act_ignore,
         }
         self._handlers: dict[Ev, Callable[..., None]] = {}
-        self._targets: dict[Ev, tuple[State, ...]] = {}
         self._current_ev: Ev | None = None
         self._bind_state()
 
     # ------------------------------------------------------------------ dispatch
 
     def _bind_state(self) -> None:
-        self._handlers = {
-            ev: self._actions[tr.action] for (st, ev), tr in TRANSITIONS.items() if st is self.state
-        }
-        self._targets = {ev: tr.targets for (st, ev), tr in TRANSITIONS.items() if st is self.state}
+        """Cache the actions the current state's row of :data:`TABLE` lists."""
+        actions = self._actions
+        self._handlers = {ev: actions[tr.action] for ev, tr in TABLE.row(self.state).items()}
 
     def _fire(self, ev: Ev, out: Out, *args: Any) -> None:
         handler = self._handlers.get(ev)
         if handler is None:
-            out.append(Record.of("drop", reason=f"{ev.value} in {self.state.value}"))
+            out.append(TABLE.unlisted(self.state, ev))
             return
         prev, self._current_ev = self._current_ev, ev
         handler(out, *args)
@@ -151,8 +149,10 @@ class TotemMachine:
         if new is self.state:
             return
         ev = self._current_ev
-        if ev is not None and new not in self._targets.get(ev, ()):
-            raise AssertionError(f"{self.state.value} --{ev.value}--> {new.value} not in the table")
+        if ev is not None:
+            bad = TABLE.check(self.state, ev, new)
+            if bad is not None:  # the machine's own bug: recorded, and it carries on
+                out.append(bad)
         out.append(StateChanged.of(state=new.value, prev=self.state.value, reason=reason))
         self.state = new
         self._bind_state()
@@ -175,25 +175,62 @@ class TotemMachine:
 
     def _received(self, src: str, msg: Any, out: Out) -> None:
         tp = type(msg)
+        bad = _validate.source(src)
+        if bad is not None:
+            out.append(Record.of("drop", reason=f"invalid {tp.__name__}: {bad}"))
+            return
         if tp is Mcast or tp is RecoveryMcast:
             rid = msg.ring_id
-            if rid == self.ring_id or (self.new_log is not None and rid == self.new_log.ring_id):
+            log = self.log if rid == self.log.ring_id else self.new_log
+            if log is not None and rid != log.ring_id:
+                log = None
+            check = _validate.frame if tp is Mcast else _validate.recovery_frame
+            bad = check(
+                msg, my_aru=None if log is None else log.my_aru, window_size=self.window_size
+            )
+            if bad is not None:
+                self._invalid(msg, bad, out)
+            elif rid == self.ring_id or (self.new_log is not None and rid == self.new_log.ring_id):
                 self._fire(Ev.MCAST, out, msg)
             elif src not in self.memb or rid.seq > self.ring_id.seq:
                 self._fire(Ev.FOREIGN, out, src)
             else:
                 out.append(Record.of("drop", reason="stale message", ring=str(rid)))
         elif tp is Token:
-            self._fire(Ev.TOKEN, out, msg)
+            log = self.new_log if self.state is RE else self.log
+            mine = log is not None and msg.ring_id == log.ring_id
+            bad = _validate.token(
+                msg, my_aru=log.my_aru if mine else None, window_size=self.window_size
+            )
+            if bad is not None:
+                self._invalid(msg, bad, out)
+            else:
+                self._fire(Ev.TOKEN, out, msg)
         elif tp is Join:
-            self._fire(Ev.JOIN, out, src, msg)
+            bad = _validate.join(msg, src)
+            if bad is not None:
+                self._invalid(msg, bad, out)
+            else:
+                self._fire(Ev.JOIN, out, src, msg)
         elif tp is CommitToken:
-            self._fire(Ev.COMMIT_TOKEN, out, msg)
+            bad = _validate.commit_token(msg)
+            if bad is not None:
+                self._invalid(msg, bad, out)
+            else:
+                self._fire(Ev.COMMIT_TOKEN, out, msg)
         elif tp is MergeDetect:
-            if msg.ring_id != self.ring_id and src not in self.memb:
+            bad = _validate.merge_detect(msg, src)
+            if bad is not None:
+                self._invalid(msg, bad, out)
+            elif msg.ring_id != self.ring_id and src not in self.memb:
                 self._fire(Ev.FOREIGN, out, src)
         else:
             out.append(Record.of("drop", reason="unknown message", type=tp.__name__))
+
+    @staticmethod
+    def _invalid(msg: Any, problem: str, out: Out) -> None:
+        """Drop a message a field of which failed validation (:mod:`._validate`)."""
+        out.append(Record.of("drop", reason=f"invalid {type(msg).__name__}: {problem}"))
 
     def _timer(self, name: str, out: Out) -> None:
         if name == T_TOKEN_LOSS:
@@ -655,11 +692,19 @@ class TotemMachine:
         if me not in memb or not memb:
             out.append(Record.of("drop", reason="commit token without me"))
             return
+        full = len(ct.entries) == len(memb)
+        state = self.state
+        commit = self.commit
+        if state is CO and commit is not None and full and ct.ring_id == commit.ring_id:
+            # The second rotation, checked before anything changes: it must carry the
+            # entries this node accepted (its own among them) for the recovery plan.
+            bad = _validate.second_rotation(ct, commit)
+            if bad is not None:
+                self._invalid(ct, bad, out)
+                return
         if self.rt_armed:
             self.rt_armed = False
             out.append(CancelTimer(T_TOKEN_RETRANSMIT))
-        full = len(ct.entries) == len(memb)
-        state = self.state
         if state is GA:
             if ct.ring_id.seq <= self.highest_seq or memb != self.gather.members():
                 out.append(
@@ -682,7 +727,6 @@ class TotemMachine:
             self._enter_commit(out, f"commit token for {ct.ring_id}")
             self._forward_commit(new, out)
             return
-        commit = self.commit
         if commit is None or ct.ring_id != commit.ring_id or not full:
             out.append(Record.of("drop", reason="unexpected commit token", ring=str(ct.ring_id)))
             return

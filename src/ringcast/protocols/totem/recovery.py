@@ -39,12 +39,17 @@ class RecoveryPlan:
 
 
 def make_plan(ct: CommitToken, old: RingLog) -> RecoveryPlan:
-    """Read the commit token's second rotation: who shares my old ring, what to resend."""
+    """Read the commit token's second rotation: who shares my old ring, what to resend.
+
+    ``ct`` has passed :func:`._validate.second_rotation`, so it carries this node's own
+    entry for ``old`` and ``mine`` is never empty."""
     mine = [e for e in ct.entries if e.ring_id == old.ring_id]
     low = min(e.my_aru for e in mine)
     high_delivered = max(e.high_delivered for e in mine)
     high_seq = max(e.high_seq for e in mine)
-    queue = deque(s for s in range(low + 1, old.high_seq + 1) if s in old.msgs)
+    # The frames this node holds above low, in order: a walk over what it holds, never a
+    # range bounded by a commit-token field (a bad my_aru made that loop endless).
+    queue = deque(sorted(s for s in old.msgs if s > low))
     return RecoveryPlan(
         new_ring=ct.ring_id,
         memb=ct.memb_list,

@@ -1,0 +1,235 @@
+"""Issue 24, Totem: a node never trusts a packet.
+
+The two commit-token defects (a ``my_aru`` that made the recovery plan loop without end,
+and a commit token without an entry for the receiver's old ring that raised out of
+``handle()`` with the machine half-updated), and the validation of every field the
+machine reads (``_validate``): a message that fails is dropped with a ``drop`` row and
+the machine's state is unchanged.
+"""
+
+from __future__ import annotations
+
+import copy
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from ringcast.core.effects import Record
+from ringcast.core.events import Received, Start
+from ringcast.core.machine import MachineContext
+from ringcast.protocols.totem import SPEC
+from ringcast.protocols.totem._messages import (
+    Chunk,
+    CommitToken,
+    Join,
+    Mcast,
+    MembEntry,
+    MergeDetect,
+    RecoveryMcast,
+    RingId,
+    Token,
+)
+from ringcast.protocols.totem._state import State
+from ringcast.protocols.totem.machine import TotemMachine
+
+MEMB = ("P1", "P2", "P3")
+NEW = RingId(9, "P1")
+
+
+@contextmanager
+def deadline(seconds: int = 5) -> Iterator[None]:
+    """Fail (instead of hanging the suite) if the block does not return in time."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise TimeoutError(f"handle() did not return within {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def in_commit() -> tuple[TotemMachine, CommitToken]:
+    """P2 of {P1, P2, P3}, in Commit after the first rotation of P1's commit token; and
+    the commit token P2 forwarded (P1's and P2's entries)."""
+    m = SPEC.factory(MachineContext("P2", MEMB, MEMB))
+    assert isinstance(m, TotemMachine)
+    m.handle(Start(), 0)
+    for src in ("P1", "P3"):
+        m.handle(Received(src, Join(src, 1, MEMB, ())), 1)
+    p1 = MembEntry("P1", RingId(2, "P1"), 0, 0, 0, True)
+    m.handle(Received("P1", CommitToken(NEW, 0, MEMB, 0, (p1,))), 2)
+    assert m.state is State.COMMIT and m.commit is not None
+    return m, m.commit
+
+
+def snapshot(m: TotemMachine) -> dict[str, Any]:
+    """The machine's state, to compare before and after a rejected message."""
+    skip = {"now", "ctx", "_actions", "_handlers", "_current_ev"}
+    return {k: copy.deepcopy(v) for k, v in vars(m).items() if k not in skip}
+
+
+def same_state(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    def norm(v: Any) -> Any:
+        if hasattr(v, "__slots__") and not hasattr(v, "__dict__"):
+            return (type(v).__name__, *(norm(getattr(v, s)) for s in v.__slots__))
+        if hasattr(v, "__dataclass_fields__") or isinstance(v, int | str | tuple | bool):
+            return v
+        if isinstance(v, dict):
+            return {k: norm(x) for k, x in v.items()}
+        if isinstance(v, set | frozenset):
+            return frozenset(v)
+        return repr(v) if v is None else norm(vars(v)) if hasattr(v, "__dict__") else v
+
+    return norm(a) == norm(b)
+
+
+def drops(out: list[object]) -> list[str]:
+    return [str(e.fields.get("reason")) for e in out if type(e) is Record and e.kind == "drop"]
+
+
+def test_commit_token_with_a_huge_negative_my_aru_returns_and_is_dropped() -> None:
+    """Defect: recovery.make_plan iterated range(low + 1, high_seq + 1) with ``low`` the
+    lowest my_aru of the commit token's entries: -2**62 never returned."""
+    m, mine = in_commit()
+    me = mine.entries[1]
+    bad_p1 = MembEntry("P1", me.ring_id, -(2**62), 0, 0, True)  # shares P2's old ring
+    p3 = MembEntry("P3", RingId(3, "P3"), 0, 0, 0, True)
+    before = snapshot(m)
+    with deadline():
+        out = m.handle(Received("P1", CommitToken(NEW, 3, MEMB, 2, (bad_p1, me, p3))), 3)
+    assert any(r.startswith("invalid CommitToken") for r in drops(out)), out
+    assert m.state is State.COMMIT
+    assert same_state(before, snapshot(m))
+
+
+def test_commit_token_without_my_old_ring_is_dropped_state_unchanged() -> None:
+    """Defect: with no entry for the receiver's old ring, make_plan's min() raised
+    ValueError out of handle() after ``commit`` was set and the state was still Commit."""
+    m, mine = in_commit()
+    p1, me = mine.entries
+    elsewhere = MembEntry("P2", RingId(77, "P9"), 0, 0, 0, True)  # not P2's old ring
+    p3 = MembEntry("P3", RingId(3, "P3"), 0, 0, 0, True)
+    before = snapshot(m)
+    out = m.handle(Received("P1", CommitToken(NEW, 3, MEMB, 2, (p1, elsewhere, p3))), 3)
+    assert any(r.startswith("invalid CommitToken") for r in drops(out)), out
+    assert m.state is State.COMMIT and m.commit == mine
+    assert same_state(before, snapshot(m))
+    # the real second rotation still moves it to Recovery
+    out = m.handle(Received("P1", CommitToken(NEW, 3, MEMB, 2, (p1, me, p3))), 4)
+    assert m.state is State.RECOVERY and not drops(out)
+
+
+def test_recovery_plan_walks_what_the_node_holds() -> None:
+    """make_plan's queue is the node's own frames above the lowest my_aru, whatever the
+    commit token says (no loop bounded by a packet field)."""
+    from ringcast.protocols.totem.ordering import RingLog
+    from ringcast.protocols.totem.recovery import make_plan
+
+    old = RingId(2, "P1")
+    log = RingLog(old)
+    for s in (1, 2, 3, 5, 8):
+        log.add(Mcast(old, s, "P1", False, (Chunk(f"P1:{s}", b""),)))
+    entries = (
+        MembEntry("P1", old, 0, 0, 8, False),
+        MembEntry("P2", old, 3, 3, 8, False),
+    )
+    with deadline():
+        plan = make_plan(CommitToken(NEW, 2, ("P1", "P2"), 1, entries), log)
+    assert list(plan.queue) == [1, 2, 3, 5, 8]
+
+
+R = RingId(5, "P1")
+GOOD_CHUNK = Chunk("P1:1", b"x")
+BAD_MESSAGES = [
+    ("Mcast seq negative", Mcast(R, -1, "P1", False, (GOOD_CHUNK,))),
+    ("Mcast no chunks", Mcast(R, 1, "P1", False, ())),
+    ("Mcast frag >= frags", Mcast(R, 1, "P1", False, (Chunk("P1:1", b"", 3, 2),))),
+    ("Mcast duplicate msg ids", Mcast(R, 1, "P1", False, (GOOD_CHUNK, GOOD_CHUNK))),
+    ("Mcast empty sender", Mcast(R, 1, "", False, (GOOD_CHUNK,))),
+    ("Mcast ring seq huge", Mcast(RingId(2**63 - 1, "P1"), 1, "P1", False, (GOOD_CHUNK,))),
+    (
+        "RecoveryMcast bad old",
+        RecoveryMcast(R, 1, "P1", Mcast(R, 0, "P1", False, (GOOD_CHUNK,))),
+    ),
+    ("Token aru above seq", Token(R, 1, 3, 9, "", (), 0, 0)),
+    ("Token rtr duplicates", Token(R, 1, 5, 0, "", (2, 2), 0, 0)),
+    ("Token rtr beyond seq", Token(R, 1, 5, 0, "", (6,), 0, 0)),
+    ("Token rtr too long", Token(R, 1, 50, 0, "", tuple(range(1, 41)), 0, 0)),
+    ("Token negative fcc", Token(R, 1, 5, 0, "", (), -1, 0)),
+    ("Join sender spoofed", Join("P3", 1, ("P1", "P3"), ())),
+    ("Join proc_set duplicates", Join("P1", 1, ("P1", "P1"), ())),
+    ("Join fail_set outside proc_set", Join("P1", 1, ("P1",), ("P7",))),
+    ("Join empty proc_set", Join("P1", 1, (), ())),
+    ("Join negative ring_seq", Join("P1", -5, ("P1",), ())),
+    ("CommitToken memb duplicates", CommitToken(NEW, 0, ("P1", "P1", "P2"), 0, ())),
+    ("CommitToken memb_index out", CommitToken(NEW, 0, MEMB, 7, ())),
+    (
+        "CommitToken entry order",
+        CommitToken(NEW, 0, MEMB, 0, (MembEntry("P3", R, 0, 0, 0, True),)),
+    ),
+    (
+        "CommitToken entry aru order",
+        CommitToken(NEW, 0, MEMB, 0, (MembEntry("P1", R, 5, 6, 9, True),)),
+    ),
+    ("MergeDetect bad sender", MergeDetect(R, "a b")),
+]
+
+
+@pytest.mark.parametrize("case", BAD_MESSAGES, ids=lambda c: c[0])
+@pytest.mark.parametrize("where", ["gather", "commit", "operational"])
+def test_every_invalid_field_is_dropped_and_leaves_the_state(
+    case: tuple[str, object], where: str
+) -> None:
+    _, msg = case
+    m = _machine_in(where)
+    before = snapshot(m)
+    with deadline():
+        out = m.handle(Received("P1", msg), 10**10)
+    assert any(r.startswith("invalid ") for r in drops(out)), out
+    assert all(type(e) is Record and e.kind == "drop" for e in out), out
+    assert same_state(before, snapshot(m))
+
+
+def test_frames_and_tokens_far_above_my_aru_are_dropped() -> None:
+    """Relative bound: a frame's or token's seq may not jump far above the receiver's
+    my_aru of its ring (no retransmission buffer or high_seq blown up by one packet)."""
+    m = _machine_in("operational")
+    ring = m.ring_id
+    far = m.log.my_aru + 10**6
+    for msg in (
+        Mcast(ring, far, "P1", False, (GOOD_CHUNK,)),
+        Token(ring, m.last_token_seq + 1, far, 0, "", (), 0, 0),
+    ):
+        before = snapshot(m)
+        out = m.handle(Received("P1", msg), 10**10)
+        assert any(r.startswith("invalid ") and "too far" in r for r in drops(out)), out
+        assert same_state(before, snapshot(m))
+
+
+def _machine_in(where: str) -> TotemMachine:
+    if where == "commit":
+        return in_commit()[0]
+    if where == "gather":
+        m = SPEC.factory(MachineContext("P2", MEMB, MEMB))
+        m.handle(Start(), 0)
+        return m  # type: ignore[return-value]
+    from ringcast.sim import Simulation, parse_scenario
+
+    doc = {
+        "name": "op",
+        "protocol": "totem",
+        "nodes": list(MEMB),
+        "duration": "60ms",
+        "count_bytes": False,
+        "network": {"latency": {"dist": "constant", "value": "100us"}},
+    }
+    m = Simulation(parse_scenario(doc), seed=1).run().machines["P2"]
+    assert m.state is State.OPERATIONAL
+    return m  # type: ignore[no-any-return]
