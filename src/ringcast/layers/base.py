@@ -5,8 +5,9 @@ it is one of four things, and each answer is a pair ``(up, down)``: events to ha
 the layer above, effects to hand to the layer below.
 
 - :meth:`Layer.start` at ``Start`` (before the protocol sees it): effects only;
-- :meth:`Layer.up`: an event coming from below (a ``Received`` datagram, a
-  ``SendFailed`` or ``Suspected`` from a lower layer, ...);
+- :meth:`Layer.up`: an event coming from below, only of the types listed in
+  :attr:`Layer.up_types` (a ``Received`` datagram, a ``SendFailed`` or ``Suspected``
+  from a lower layer, ...);
 - :meth:`Layer.down`: an effect coming from above, only of the types listed in
   :attr:`Layer.down_types` (every other effect passes the layer untouched, at no cost);
 - :meth:`Layer.timer`: one of the layer's own timers (a name starting with
@@ -34,6 +35,8 @@ class Layer(Protocol):
     """Timers whose name starts with this belong to the layer (``"rt:"``, ``"fd:"``)."""
     down_types: ClassVar[frozenset[type]]
     """The effect types :meth:`down` wants to see; others pass the layer untouched."""
+    up_types: ClassVar[frozenset[type]]
+    """The event types :meth:`up` wants to see; others pass the layer untouched."""
 
     def start(self, now: int) -> Down: ...
 

@@ -35,6 +35,7 @@ class HeartbeatDetector:
 
     timer_prefix: ClassVar[str] = TIMER_PREFIX
     down_types: ClassVar[frozenset[type]] = frozenset()
+    up_types: ClassVar[frozenset[type]] = frozenset({Received})
 
     def __init__(self, node_id: NodeId, peers: tuple[NodeId, ...], *, interval: int, misses: int):
         if interval <= 0:
@@ -76,10 +77,14 @@ class HeartbeatDetector:
     # -- the Layer interface
 
     def up(self, event: Event, now: int) -> tuple[list[Event], list[Effect]]:
-        if type(event) is not Received:
-            return [event], []
-        up = self.heard(event.src, now)
-        if type(event.msg) is not Heartbeat:
+        src = event.src  # type: ignore[union-attr]  (up_types: Received only)
+        last = self.last_heard
+        if src in last and src not in self.suspected:  # the common case: nothing to say
+            last[src] = now
+            up: list[Event] = []
+        else:
+            up = self.heard(src, now)
+        if type(event.msg) is not Heartbeat:  # type: ignore[union-attr]
             up.append(event)
         return up, []
 

@@ -74,6 +74,7 @@ class ReliableUnicast:
 
     timer_prefix: ClassVar[str] = TIMER_PREFIX
     down_types: ClassVar[frozenset[type]] = frozenset({Send})
+    up_types: ClassVar[frozenset[type]] = frozenset({Received})
 
     def __init__(self, node_id: NodeId, *, rto: int, max_tries: int, storage: dict[str, bytes]):
         if rto <= 0:

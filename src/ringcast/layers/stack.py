@@ -51,6 +51,13 @@ class Stack:
             if not p or any(q != p and (q.startswith(p) or p.startswith(q)) for q in prefixes):
                 raise ValueError(f"layer timer prefixes must be distinct and non-empty: {prefixes}")
         self._timers = tuple((layer.timer_prefix, k) for k, layer in enumerate(self.layers))
+        n = self._n = len(self.layers)
+        # _next_down[k]: the first layer at or below k that wants some effect type;
+        # _to_host[k]: effects entering layer k reach the host untouched
+        self._next_down = [n] * (n + 1)
+        for k in range(n - 1, -1, -1):
+            self._next_down[k] = k if self.layers[k].down_types else self._next_down[k + 1]
+        self._to_host = [nxt == n for nxt in self._next_down]
 
     def layer(self, kind: type) -> Layer | None:
         """The first layer of type ``kind``, or None."""
@@ -75,8 +82,10 @@ class Stack:
             for prefix, k in self._timers:
                 if name.startswith(prefix):
                     up, down = self.layers[k].timer(name, now)
-                    self._down(k + 1, down, now, out)
-                    self._up(k - 1, up, now, out)
+                    if down:
+                        self._down(k + 1, down, now, out)
+                    if up:
+                        self._up(k - 1, up, now, out)
                     return out
         elif tp is Start:
             for k, layer in enumerate(self.layers):
@@ -87,31 +96,58 @@ class Stack:
         return out
 
     def _up(self, k: int, events: list[Event], now: int, out: list[Effect]) -> None:
-        """Hand ``events`` to layer ``k`` (``-1``: the protocol)."""
+        """Hand ``events`` to layer ``k`` (``-1``: the protocol); a layer that does not
+        want an event's type (``up_types``) is skipped at no cost."""
+        layers = self.layers
+        to_host = self._to_host
         for ev in events:
-            if k < 0:
-                self._down(0, self.upper.handle(ev, now), now, out)
-            else:
-                up, down = self.layers[k].up(ev, now)
-                self._down(k + 1, down, now, out)
-                if up:
-                    self._up(k - 1, up, now, out)
+            j = k
+            while True:  # climb with one event while each layer hands up just one
+                tp = type(ev)
+                while j >= 0 and tp not in layers[j].up_types:
+                    j -= 1
+                if j < 0:
+                    effects = self.upper.handle(ev, now)
+                    if effects:
+                        if to_host[0]:
+                            out.extend(effects)
+                        else:
+                            self._down(0, effects, now, out)
+                    break
+                up, down = layers[j].up(ev, now)
+                if down:
+                    if to_host[j + 1]:
+                        out.extend(down)
+                    else:
+                        self._down(j + 1, down, now, out)
+                j -= 1
+                if len(up) != 1:
+                    if up:
+                        self._up(j, up, now, out)
+                    break
+                ev = up[0]
 
     def _down(self, k: int, effects: list[Effect], now: int, out: list[Effect]) -> None:
-        """Hand ``effects`` to layer ``k`` (``len(layers)``: the host), in order."""
-        layers = self.layers
-        while k < len(layers):
-            layer = layers[k]
-            wanted = layer.down_types
-            if any(type(eff) in wanted for eff in effects):
-                for eff in effects:
-                    if type(eff) not in wanted:
-                        self._down(k + 1, [eff], now, out)
-                        continue
-                    up, down = layer.down(eff, now)
-                    self._down(k + 1, down, now, out)
-                    if up:
-                        self._up(k - 1, up, now, out)
-                return
-            k += 1  # nothing here for this layer: the whole batch passes on
-        out.extend(effects)
+        """Hand ``effects`` to layer ``k`` (``len(layers)``: the host), in order; layers
+        that want none of them (``down_types``) are skipped at no cost."""
+        k = self._next_down[k]
+        if k == self._n:
+            out.extend(effects)
+            return
+        layer = self.layers[k]
+        wanted = layer.down_types
+        passing: list[Effect] = []
+        for eff in effects:
+            if type(eff) not in wanted:
+                passing.append(eff)
+                continue
+            if passing:  # what came before goes down first
+                self._down(k + 1, passing, now, out)
+                passing = []
+            up, down = layer.down(eff, now)
+            if down:
+                self._down(k + 1, down, now, out)
+            if up:
+                self._up(k - 1, up, now, out)
+        if passing:
+            self._down(k + 1, passing, now, out)

@@ -13,6 +13,7 @@ handles them, late, when it resumes.
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from collections.abc import Callable
@@ -201,6 +202,19 @@ class Simulation:
             for run in waiting:
                 run.waiting = False
                 self.sched.call_at(self.sched.now, self._workload_tick, run)
+
+    def _send(self, node: SimNode, dst: str, msg: Any, networks: tuple[int, ...]) -> None:
+        size = self._size(msg)
+        for net in networks:
+            self._transmit(node, dst, msg, net, size)
+
+    def _multicast(self, node: SimNode, msg: Any, networks: tuple[int, ...]) -> None:
+        size = self._size(msg)
+        me = node.node_id
+        for dst in self._peers:
+            if dst != me:
+                for net in networks:
+                    self._transmit(node, dst, msg, net, size)
 
     def _size(self, msg: Any) -> int:
         if not self._count_bytes:
@@ -440,26 +454,14 @@ class _SimIO:
     modelled network, virtual-time timers, the node's stable storage, and the
     workload as the application."""
 
-    __slots__ = ("node", "world")
+    __slots__ = ("multicast", "node", "send", "world")
 
     def __init__(self, world: Simulation, node: SimNode):
         self.world = world
         self.node = node
-
-    def send(self, dst: str, msg: Any, networks: tuple[int, ...]) -> None:
-        world = self.world
-        size = world._size(msg)
-        for net in networks:
-            world._transmit(self.node, dst, msg, net, size)
-
-    def multicast(self, msg: Any, networks: tuple[int, ...]) -> None:
-        world = self.world
-        size = world._size(msg)
-        me = self.node.node_id
-        for dst in world._peers:
-            if dst != me:
-                for net in networks:
-                    world._transmit(self.node, dst, msg, net, size)
+        # send(dst, msg, networks) and multicast(msg, networks), bound to this node
+        self.send = functools.partial(world._send, node)
+        self.multicast = functools.partial(world._multicast, node)
 
     def set_timer(self, name: str, delay: int) -> None:
         self.world._set_timer(self.node, name, delay)
