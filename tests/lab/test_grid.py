@@ -6,6 +6,8 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from ringcast.lab.grid import apply_point, is_fixed, parse_sweep
 from ringcast.sim import Simulation, parse_scenario
 
@@ -108,3 +110,28 @@ def test_fixed_scenarios_keep_their_exact_runs() -> None:
         "B": ("A", "B", "C", "D"),
         **dict.fromkeys("CD", ("A", "C", "D")),
     }
+
+
+def test_a_generator_sweep_draws_one_scenario_per_protocol_and_seed() -> None:
+    from ringcast.lab.errors import LabError
+
+    doc = {"protocols": ["raincore", "totem", "nope"], "seeds": 2, "generator": {"kind": "hostile"}}
+    sweep = parse_sweep(doc, "hostile.toml")
+    assert [(r.protocol, r.seed) for r in sweep.runs] == [
+        ("raincore", 1),
+        ("raincore", 2),
+        ("totem", 1),
+        ("totem", 2),
+    ]
+    assert any("nope" in s for s in sweep.skipped)
+    for r in sweep.runs:  # every generated document is a valid scenario of its protocol
+        assert parse_scenario(sweep.documents[r.scenario_index]).protocol == r.protocol
+    # the same seed draws the same scenario
+    assert parse_sweep(doc, "again.toml").documents == sweep.documents
+    for bad, msg in (
+        ({"seeds": 1, "generator": {"kind": "hostile"}}, "protocols"),
+        ({"protocols": ["totem"], "generator": {"kind": "gentle"}}, "kind"),
+        ({"protocols": ["totem"], "generator": {"kind": "hostile", "x": 1}}, "unknown key"),
+    ):
+        with pytest.raises(LabError, match=msg):
+            parse_sweep(bad, "bad.toml")

@@ -24,6 +24,20 @@ split of six in which no side holds a majority. The added nodes therefore join t
 largest group of each partition (the last of the largest on a tie), so the sides keep
 their roles: 2|3 of five becomes 2|4 of six.
 
+Instead of (or beside) scenario files, a sweep can draw its scenarios from a seeded
+generator, one scenario per protocol and seed::
+
+    name = "hostile"
+    protocols = ["raincore", "totem"]       # required with a generator
+    seeds = 10000                           # generator seeds 1..N, each its own run
+
+    [generator]
+    kind = "hostile"                        # ringcast.sim.hostile
+    # settings.raincore = { hungry_timeout = "300ms" }   # optional, per protocol
+
+The hostile generator scales its faults by the protocol's failure-detection timeout
+(its spec's ``timeout`` setting). Generated points take no grid.
+
 A scenario with ``fixed = true`` is a worked example with exact timings (a seed's
 figure): the grid runs it only at points that
 leave it unchanged (``as_is``, its own group size, the values it already has) and
@@ -97,14 +111,15 @@ def parse_sweep(
     data: dict[str, Any], source: str = "<sweep>", *, base: Path = Path(), seeds: int | None = None
 ) -> Sweep:
     """Validate a parsed sweep document and expand its runs."""
-    known = {"name", "scenarios", "protocols", "seeds", "partitions", "grid"}
+    known = {"name", "scenarios", "protocols", "seeds", "partitions", "grid", "generator"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise LabError(f"{source}: {unknown[0]}: unknown key (known: {', '.join(sorted(known))})")
-    patterns = data.get("scenarios", [])
+    generator = data.get("generator")
+    patterns = data.get("scenarios", [] if generator is not None else None)
     if isinstance(patterns, str):
         patterns = [patterns]
-    if not isinstance(patterns, list) or not patterns:
+    if not isinstance(patterns, list) or (not patterns and generator is None):
         raise LabError(f"{source}: scenarios: expected a list of file globs")
     files: list[Path] = []
     for pat in patterns:
@@ -131,6 +146,8 @@ def parse_sweep(
         str(data.get("name", Path(source).stem)), source, files, grid, seed_list, partitions
     )
     _expand(sweep, protocols)
+    if generator is not None:
+        _generate(sweep, generator, protocols, source)
     if not sweep.runs:
         raise LabError(f"{source}: no runs: every scenario point was skipped or filtered out")
     return sweep
@@ -251,3 +268,62 @@ def _expand(sweep: Sweep, protocols: list[str] | None) -> None:
                         scenario_index=index,
                     )
                 )
+
+
+GENERATORS = ("hostile",)
+
+
+def _generate(sweep: Sweep, gen: Any, protocols: Any, source: str) -> None:
+    """Expand a ``[generator]`` table: one generated scenario per protocol and seed."""
+    from ringcast.sim.hostile import hostile_scenario
+
+    where = f"{source}: generator"
+    if not isinstance(gen, dict):
+        raise LabError(f"{where}: expected a table")
+    unknown = sorted(set(gen) - {"kind", "settings"})
+    if unknown:
+        raise LabError(f"{where}.{unknown[0]}: unknown key (known: kind, settings)")
+    if gen.get("kind") not in GENERATORS:
+        raise LabError(f"{where}.kind: expected one of {', '.join(GENERATORS)}")
+    if not isinstance(protocols, list) or not protocols:
+        raise LabError(f"{source}: protocols: a generator needs the list of protocols to run")
+    all_settings = gen.get("settings", {})
+    if not isinstance(all_settings, dict):
+        raise LabError(f"{where}.settings: expected a table of protocol settings tables")
+    for proto in protocols:
+        try:
+            spec = registry.get(str(proto))
+        except ValueError as e:
+            sweep.skipped.append(f"generator: {e}")
+            continue
+        settings = all_settings.get(proto, {})
+        try:
+            timeout = spec.timeout_ns(settings)
+        except ValueError as e:
+            raise LabError(f"{where}.settings.{proto}: {e}") from None
+        if timeout is None:
+            sweep.skipped.append(
+                f"generator: protocol {proto!r} declares no failure-detection timeout"
+            )
+            continue
+        for seed in sweep.seeds:
+            try:
+                run = hostile_scenario(seed, spec.name, token_timeout=timeout, settings=settings)
+            except (ScenarioError, ValueError) as e:
+                sweep.skipped.append(f"generator {proto}:{seed}: {e}")
+                continue
+            index = len(sweep.documents)
+            sweep.documents.append(run.doc)
+            sc = run.scenario
+            sweep.runs.append(
+                RunSpec(
+                    run=f"{sc.name}:{seed}",
+                    protocol=sc.protocol,
+                    scenario=sc.name,
+                    point="generated",
+                    params=json.dumps({"generator": gen["kind"]}),
+                    seed=seed,
+                    nodes=len(sc.nodes),
+                    scenario_index=index,
+                )
+            )

@@ -117,6 +117,7 @@ SPEC = register(
         # skip, so equal memberships can carry different indexes (docs/protocols)
         converge_on="members",
         trace_kinds=("token", "911", "join", "join_request", "null_commit"),
+        timeout="hungry_timeout",
         wire_ids=(0x0100, 0x01FF),
     )
 )

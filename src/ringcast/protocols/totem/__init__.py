@@ -58,6 +58,7 @@ SPEC = register(
         # extended virtual synchrony: total order among deliveries of one configuration
         order_scope="view",
         trace_kinds=("token", "retransmit"),
+        timeout="token_timeout",
         wire_ids=(0x0200, 0x02FF),
     )
 )
