@@ -457,7 +457,7 @@ class NodeHost:
                 self._row("state", detail=detail_json(f))
             elif tp is LockGranted:
                 self.holds_lock = True
-                self._row("lock", detail='{"op":"granted"}')
+                self._row("lock", detail=detail_json({"op": "granted", "fence": eff.fence}))
                 if listener is not None:
                     listener.on_lock(True, "granted")
             elif tp is LockReleased:

@@ -243,7 +243,7 @@ class Simulation:
             elif tp is LockGranted:
                 node.holds_lock = True
                 node.lock_pending = False
-                self.rec.add(n, now, "lock", detail={"op": "granted"})
+                self.rec.add(n, now, "lock", detail={"op": "granted", "fence": eff.fence})
                 self.sched.call_at(
                     now + self._lock_hold(n), self._lock_release, node, node.incarnation
                 )

@@ -76,6 +76,11 @@ class Token:
     global_view_number: int
     messages: tuple[TokenMessage, ...] = ()
     demand: tuple[Demand, ...] = ()
+    reservation: int = 0
+    """The globalView location the ring is reserving (0: none yet); decision 22."""
+    reserved_by: tuple[NodeId, ...] = ()
+    """The nodes that reserved ``reservation`` with exactly this ``nodelist``; cleared
+    whenever the nodelist changes. A node commits only when it lists every member."""
 
     @property
     def current_node(self) -> NodeId:
@@ -177,7 +182,8 @@ class Snapshot:
     global_view_number: int
     last_token: Token | None
     local_view: tuple[NodeId, ...]
-    last_reserved: tuple[NodeId, ...]
+    highest_reserved: int
+    """The highest location this node ever reserved: it never reserves one again."""
     delivered: tuple[DeliveredUpTo, ...]
 
 

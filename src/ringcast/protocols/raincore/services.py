@@ -15,7 +15,8 @@ of submitted messages waiting for the token is bounded by ``max_pending``, with
 ``Backpressure`` toward the application.
 
 :class:`TokenLock` -- mutual exclusion: the lock is granted while the node holds the
-token (Eating), and the token is held while the lock is, up to a bound.
+token (Eating), and the token is held while the lock is, up to a bound; every grant
+carries a fencing token (:func:`fence`).
 """
 
 from __future__ import annotations
@@ -183,6 +184,19 @@ class TokenMulticast:
         return token.with_(messages=kept + tuple(added), demand=demand), out
 
 
+FENCE_SHIFT = 40
+"""A fence is ``view index * 2**40 + token sequence number``."""
+
+
+def fence(view_index: int, sequence_number: int) -> int:
+    """The fencing token of a grant made on the token numbered ``sequence_number`` by a
+    node in Agreement on the globalView entry ``view_index``: it grows along the token
+    (its number grows at every pass) and from one committed view to the next (a new
+    view's index is larger), whatever the token's number did in between (docs/protocols/
+    raincore.md, decision 23)."""
+    return (view_index << FENCE_SHIFT) + (sequence_number & ((1 << FENCE_SHIFT) - 1))
+
+
 class TokenLock:
     """The group's lock: held only by the node that holds the token."""
 
@@ -198,12 +212,12 @@ class TokenLock:
     def request(self) -> None:
         self.wanted = True
 
-    def on_eating(self, now: int) -> list[Effect]:
-        """The node holds the token: grant a waiting request."""
+    def on_eating(self, now: int, fence: int) -> list[Effect]:
+        """The node holds the token: grant a waiting request, with ``fence``."""
         if self.wanted and self.held_since is None:
             self.wanted = False
             self.held_since = now
-            return [LockGranted()]
+            return [LockGranted(fence)]
         return []
 
     def remaining(self, now: int) -> int:
