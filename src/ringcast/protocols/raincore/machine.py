@@ -42,6 +42,7 @@ from ringcast.protocols.raincore._messages import (
     NINE11_SIGNATURE,
     TOKEN_SIGNATURE,
     GlobalViewEntry,
+    Limits,
     Msg911,
     Snapshot,
     Status,
@@ -173,6 +174,9 @@ class RaincoreMachine:
             delivered=delivered,
         )
         self.lock = TokenLock(settings.lock_max_hold)
+        self.limits = Limits(
+            max_messages=settings.max_token_messages, max_bytes=settings.max_token_bytes
+        )
 
     # ------------------------------------------------------------------ Figure 8
 
@@ -203,10 +207,11 @@ class RaincoreMachine:
             return []
         tp = type(event)
         if tp is Received:
+            # Decision 25: nothing from a packet is trusted; a bad message changes nothing.
             msg = event.msg
-            if type(msg) is Token and msg.well_formed():
+            if type(msg) is Token and msg.well_formed(self.limits):
                 return self._step(Event.TOKEN_RECEIVED, now, event.src, msg)
-            if type(msg) is Msg911 and msg.well_formed():
+            if type(msg) is Msg911 and msg.well_formed(self.limits):
                 return self._step(Event.NINE11_RECEIVED, now, event.src, msg)
             return [_drop("malformed or unknown message", src=event.src, type=type(msg).__name__)]
         if tp is TimerFired:
@@ -215,10 +220,11 @@ class RaincoreMachine:
                 return [_drop("unknown timer", timer=event.name)]
             return self._step(ev, now)
         if tp is SendFailed:
-            if type(event.msg) is Token:
-                return self._step(Event.TOKEN_DELIVERY_FAILURE, now, event.dst, event.msg)
-            if type(event.msg) is Msg911:
-                return self._step(Event.NINE11_DELIVERY_FAILURE, now, event.dst, event.msg)
+            msg = event.msg
+            if type(msg) is Token and msg.well_formed(self.limits):
+                return self._step(Event.TOKEN_DELIVERY_FAILURE, now, event.dst, msg)
+            if type(msg) is Msg911 and msg.well_formed(self.limits):
+                return self._step(Event.NINE11_DELIVERY_FAILURE, now, event.dst, msg)
             return [_drop("delivery failure of an unknown message", dst=event.dst)]
         if tp is Start:
             return self._step(Event.INITIALIZATION, now)
@@ -376,7 +382,8 @@ class RaincoreMachine:
         """The token is in hand: deliver what it carries, grant the lock, start eating."""
         assert self.token is not None
         self.eatingSince = now
-        out = self.multicast.on_token(self.token, came_round=came_round)
+        agreed = self.viewState is ViewState.AGREEMENT
+        out = self.multicast.on_token(self.token, came_round=came_round, deliver=agreed)
         if out:
             out.append(self._persist())  # the duplicate filter survives a crash
         out.extend(self._grant_lock(now))
@@ -644,7 +651,8 @@ class RaincoreMachine:
             out.extend(self._enter_chaos())
             out.append(Record.of("join", nodes=new))
         self.newNodes.clear()  # "Clear newNodes queue"
-        token, carried = self.multicast.on_pass(token)
+        agreed = self.viewState is ViewState.AGREEMENT
+        token, carried = self.multicast.on_pass(token, deliver=agreed)
         out.extend(carried)
         if len(token.nodelist) > 1:
             token = token.with_(sequence_number=token.sequence_number + 1)
