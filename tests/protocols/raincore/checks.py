@@ -200,5 +200,47 @@ def convergence(rows: list[Row], live: set[str]) -> list[str]:
     return []
 
 
+def settled_at(rows: list[Row], live: set[str], since: int, end_t: int) -> int | None:
+    """The first time at or after ``since`` at which every live node is in Agreement on
+    the same globalView entry holding exactly the live nodes (None: not before
+    ``end_t``)."""
+    t = since
+    for a, b in unsettled_spans(rows, live, end_t):
+        if a <= t < b:
+            t = b
+    return t if t < end_t else None
+
+
+def unsettled_spans(rows: list[Row], live: set[str], end_t: int) -> list[tuple[int, int]]:
+    """The periods during which the live nodes did not share one view of exactly
+    themselves (see :func:`settled_at`), in order; the last may run to ``end_t``."""
+    last: dict[str, tuple[int, frozenset[str]]] = {}
+    target = frozenset(live)
+    spans: list[tuple[int, int]] = []
+    start: int | None = 0
+
+    def settled() -> bool:
+        views = {last.get(n) for n in live}
+        return len(views) == 1 and None not in views and last[min(live)][1] == target
+
+    for r in sorted(
+        (r for r in rows if r["kind"] in ("view", "state")), key=lambda r: (r["t"], r["i"])
+    ):
+        if r["kind"] == "view":
+            last[r["node"]] = (int(r["view"]), frozenset(r["members"]))
+        elif r["node"] in live and r["detail"].get("view_state") != "agreement":
+            # a node leaving Agreement starts an unsettled period
+            last[r["node"]] = (-1, frozenset())
+        now = settled()
+        if now and start is not None:
+            spans.append((start, r["t"]))
+            start = None
+        elif not now and start is None:
+            start = r["t"]
+    if start is not None:
+        spans.append((start, end_t))
+    return spans
+
+
 def invariants(rows: list[Row]) -> list[str]:
     return [f"{r['node']}: {r['detail']}" for r in rows if r["kind"] == "invariant"]
