@@ -78,7 +78,15 @@ class InstallView:
 
 @dataclass(frozen=True, slots=True)
 class LockGranted:
-    """The mutual-exclusion lock requested by this node's application is now held."""
+    """The mutual-exclusion lock requested by this node's application is now held.
+
+    ``fence`` is a fencing token (as Chubby's sequencers, ZooKeeper's zxids): a number
+    that grows with every grant, which the application passes to the resources it
+    guards so that they refuse a holder whose fence is below one they have seen
+    (0: the protocol gives none).
+    """
+
+    fence: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,8 @@ deliver    ``Deliver``: msg, order, size; no detail (the sender is the id's pref
 view       ``InstallView``: view, members, transitional
 leader     ``LeaderChanged``: view, ``{"leader": ...}``
 state      ``StateChanged``: its fields as detail
-lock       :meth:`Interpreter.lock_request`, ``LockGranted``, ``LockReleased``
+lock       :meth:`Interpreter.lock_request`, ``LockGranted`` (with its fence),
+           ``LockReleased``
 drop       a packet for a network the node does not have
 invariant  an effect the interpreter does not know (a protocol bug; never a crash)
 (any)      ``Record(kind, fields)``: column-named fields fill columns, the rest detail
@@ -91,7 +92,6 @@ class HostIO(Protocol):
 
 
 _FIRST = (0,)
-_GRANTED = host_detail({"op": "granted"})
 _REQUESTED = host_detail({"op": "requested"})
 
 
@@ -125,6 +125,7 @@ class Interpreter:
         "_all",
         "blocked",
         "delivered",
+        "fence",
         "holds_lock",
         "io",
         "leader",
@@ -150,6 +151,8 @@ class Interpreter:
         """True once the protocol named a leader (some protocols never do)."""
         self.state: dict[str, Any] = {}
         self.holds_lock = False
+        self.fence = 0
+        """The fencing token of the last lock grant (0: the protocol gives none)."""
         self.blocked = False
         self.delivered = 0
         self.views = 0
@@ -255,8 +258,10 @@ class Interpreter:
                 io.persist(eff.key, eff.value)
             elif tp is LockGranted:
                 self.holds_lock = True
+                self.fence = eff.fence
                 if trace is not None:
-                    trace.add(now, "lock", detail=_GRANTED)
+                    granted = host_detail({"op": "granted", "fence": eff.fence})
+                    trace.add(now, "lock", detail=granted)
                 io.on_lock(True, "granted")
             elif tp is LockReleased:
                 self.holds_lock = False

@@ -228,8 +228,14 @@ class Group:
     # ------------------------------------------------------------ lock
 
     @asynccontextmanager
-    async def lock(self) -> AsyncIterator[None]:
-        """Hold the group's mutual-exclusion lock for the block's duration."""
+    async def lock(self) -> AsyncIterator[int]:
+        """Hold the group's mutual-exclusion lock for the block's duration.
+
+        ``async with g.lock() as fence:`` gives the grant's fencing token, a number that
+        grows with every grant in the group: pass it to the resources the lock guards,
+        and have them refuse a request whose fence is below one they have seen (a holder
+        that was paused past its lease and no longer holds the lock).
+        """
         if not self.host.spec.offers_lock:
             raise LockUnavailable(f"protocol {self.config.protocol!r} offers no lock")
         async with self._lock_mutex:
@@ -238,7 +244,7 @@ class Group:
             self.host.lock_request()
             await fut
             try:
-                yield
+                yield self.host.interp.fence
             finally:
                 if self.host.holds_lock and not self._closed:
                     self.host.lock_release()

@@ -260,6 +260,7 @@ class NodeHost:
             "state": self.state,
             "blocked": self.blocked,
             "holds_lock": self.holds_lock,
+            "fence": self.interp.fence,
             "metrics": self._metrics(),
         }
 

@@ -105,6 +105,59 @@ def mutual_exclusion(rows: list[Row], end_t: int) -> list[str]:
     return [f"{a} and {b} both hold the lock in [{s}, {e}]" for a, b, s, e in overlaps(ivs)]
 
 
+def lock_holds(rows: list[Row], end_t: int) -> list[tuple[str, int, int, int]]:
+    """Every lock hold: (node, granted at, released at, fence of the grant); a crash or
+    leave of the holder ends its hold, an open one ends at ``end_t``."""
+    out: list[tuple[str, int, int, int]] = []
+    for node, lst in by_node(rows).items():
+        opened: tuple[int, int] | None = None
+        for r in lst:
+            crash = r["kind"] == "fault" and r["detail"].get("action") in ("crash", "leave")
+            if r["kind"] == "lock" and r["detail"].get("op") == "granted" and opened is None:
+                opened = (r["t"], int(r["detail"].get("fence", 0)))
+            elif opened is not None and (crash or _lock("released")(r)):
+                out.append((node, opened[0], r["t"], opened[1]))
+                opened = None
+        if opened is not None:
+            out.append((node, opened[0], end_t, opened[1]))
+    return out
+
+
+def fenced_mutual_exclusion(rows: list[Row], end_t: int) -> list[str]:
+    """Mutual exclusion as a fencing token gives it (Chubby's sequencers): every grant
+    carries a fence no other grant carries, and two holders that overlap in time hold
+    different fences, so a resource that accepts only the largest fence it has seen
+    serves one of them; overlap with equal (or missing: 0) fences is a violation."""
+    holds = lock_holds(rows, end_t)
+    bad: list[str] = []
+    seen: dict[int, tuple[str, int]] = {}
+    for node, a, _b, fence in sorted(holds, key=lambda h: h[1]):
+        if fence in seen and fence != 0:
+            bad.append(f"fence {fence} granted twice: {seen[fence]} and {(node, a)}")
+        seen.setdefault(fence, (node, a))
+    for i, (n1, a1, b1, f1) in enumerate(holds):
+        for n2, a2, b2, f2 in holds[i + 1 :]:
+            if n1 != n2 and min(b1, b2) > max(a1, a2) and (f1 == f2 or 0 in (f1, f2)):
+                lo, hi = max(a1, a2), min(b1, b2)
+                bad.append(f"{n1} and {n2} both hold the lock, fences {f1}, {f2}, in [{lo}, {hi}]")
+    return bad
+
+
+def fence_regressions(rows: list[Row]) -> list[str]:
+    """Grants whose fence is below one granted earlier in the run (a resource that saw
+    the larger one refuses them): the documented limit, counted, not a violation."""
+    bad: list[str] = []
+    top = (0, "", 0)
+    for r in sorted(rows, key=lambda r: (r["t"], r["i"])):
+        if r["kind"] == "lock" and r["detail"].get("op") == "granted":
+            f = int(r["detail"].get("fence", 0))
+            if f < top[0]:
+                bad.append(f"{r['node']} granted fence {f} at {r['t']} after {top[1]}'s {top[0]}")
+            if f > top[0]:
+                top = (f, r["node"], r["t"])
+    return bad
+
+
 def total_order(rows: list[Row]) -> list[str]:
     """Token messages: delivered at most once per node, only if submitted, and in the same
     relative order at every pair of nodes."""
@@ -145,6 +198,48 @@ def convergence(rows: list[Row], live: set[str]) -> list[str]:
     if view is None or set(view) != live:
         return [f"final view {view} is not the live set {sorted(live)}"]
     return []
+
+
+def settled_at(rows: list[Row], live: set[str], since: int, end_t: int) -> int | None:
+    """The first time at or after ``since`` at which every live node is in Agreement on
+    the same globalView entry holding exactly the live nodes (None: not before
+    ``end_t``)."""
+    t = since
+    for a, b in unsettled_spans(rows, live, end_t):
+        if a <= t < b:
+            t = b
+    return t if t < end_t else None
+
+
+def unsettled_spans(rows: list[Row], live: set[str], end_t: int) -> list[tuple[int, int]]:
+    """The periods during which the live nodes did not share one view of exactly
+    themselves (see :func:`settled_at`), in order; the last may run to ``end_t``."""
+    last: dict[str, tuple[int, frozenset[str]]] = {}
+    target = frozenset(live)
+    spans: list[tuple[int, int]] = []
+    start: int | None = 0
+
+    def settled() -> bool:
+        views = {last.get(n) for n in live}
+        return len(views) == 1 and None not in views and last[min(live)][1] == target
+
+    for r in sorted(
+        (r for r in rows if r["kind"] in ("view", "state")), key=lambda r: (r["t"], r["i"])
+    ):
+        if r["kind"] == "view":
+            last[r["node"]] = (int(r["view"]), frozenset(r["members"]))
+        elif r["node"] in live and r["detail"].get("view_state") != "agreement":
+            # a node leaving Agreement starts an unsettled period
+            last[r["node"]] = (-1, frozenset())
+        now = settled()
+        if now and start is not None:
+            spans.append((start, r["t"]))
+            start = None
+        elif not now and start is None:
+            start = r["t"]
+    if start is not None:
+        spans.append((start, end_t))
+    return spans
 
 
 def invariants(rows: list[Row]) -> list[str]:

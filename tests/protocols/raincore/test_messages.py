@@ -22,7 +22,16 @@ from .harness import Net
 
 ENTRY = TokenMessage("A", 2, 7, "A:7", b"\x00payload", "agreed", 41)
 TOKEN = Token(
-    TOKEN_SIGNATURE, 41, ("A", "C", "B", "D"), 1, 2, 3, (ENTRY,), (Demand("A", 5), Demand("C", 1))
+    TOKEN_SIGNATURE,
+    41,
+    ("A", "C", "B", "D"),
+    1,
+    2,
+    3,
+    (ENTRY,),
+    (Demand("A", 5), Demand("C", 1)),
+    4,
+    ("C", "B"),
 )
 CALL = Msg911(NINE11_SIGNATURE, ("B", "C", "D", "A"), 1, 2, 0, 13, Status.REJECT)
 SAMPLES = [
@@ -38,10 +47,10 @@ SAMPLES = [
         2,
         TOKEN,
         ("A", "B"),
-        ("A",),
+        2,
         (DeliveredUpTo("A", 1, 2),),
     ),
-    Snapshot(1, (), 0, None, (), (), ()),
+    Snapshot(1, (), 0, None, (), 0, ()),
 ]
 
 

@@ -143,7 +143,7 @@ TRANSITIONS: dict[State, dict[Event, Transition[State]]] = {
     HUNGRY_RESERVE: {
         Event.INITIALIZATION: _IGNORE_IN[HUNGRY_RESERVE],
         Event.TOKEN_RECEIVED: _t(
-            Action.ACCEPT_TOKEN, EATING_AGREEMENT, EATING_CHAOS, HUNGRY_RESERVE
+            Action.ACCEPT_TOKEN, EATING_AGREEMENT, EATING_CHAOS, EATING_RESERVE, HUNGRY_RESERVE
         ),
         Event.NINE11_RECEIVED: _t(Action.HANDLE_911, HUNGRY_RESERVE),
         Event.TOKEN_DELIVERY_FAILURE: _t(
@@ -194,19 +194,40 @@ class ViewStep(enum.Enum):
     """What the view-state part of "2. Token Received" does besides changing state."""
 
     NONE = "none"
-    RESERVE = "reserve"  # "increment globalViewNumber; Update token.globalViewNumber"
+    RESERVE = "reserve"  # "increment globalViewNumber": reserve a location, sign the token
     COMMIT = "commit"  # "commit to globalViewVector"
     COMMIT_NULL = "commit_null"  # "commit NULL to the reserved location"
 
 
-ON_TOKEN: dict[tuple[ViewState, bool], tuple[ViewState, ViewStep]] = {
-    # (viewState, token.nodelist == localView) -> (new viewState, step). Figure 9.
-    (AGR, True): (AGR, ViewStep.NONE),
-    (AGR, False): (CHA, ViewStep.NONE),
-    (CHA, True): (RES, ViewStep.RESERVE),
-    (CHA, False): (CHA, ViewStep.NONE),
-    (RES, True): (AGR, ViewStep.COMMIT),
-    (RES, False): (CHA, ViewStep.COMMIT_NULL),
+class Sight(enum.Enum):
+    """What a node sees on a token it takes into hand, for the view-state step.
+
+    The seed compares only ``token.nodelist`` with ``localView``; the reservation on the
+    token (decision 22 in docs/protocols/raincore.md) refines "the same" into whether the
+    ring may reserve and whether every member has reserved.
+    """
+
+    CHANGED = "nodelist != localView"
+    SAME = "nodelist == localView"
+    OTHERS_RESERVING = "nodelist == localView, a reservation open without this node"
+    NO_PRIMARY = "nodelist == localView, not a primary component"
+    STILL_RESERVING = "nodelist == localView, not every member has reserved yet"
+    SUPERSEDED = "nodelist == localView, the token reserves another location"
+
+
+ON_TOKEN: dict[tuple[ViewState, Sight], tuple[ViewState, ViewStep]] = {
+    # (viewState, what the token shows) -> (new viewState, step). Figure 9, with the
+    # reservation signed on the token (decision 22).
+    (AGR, Sight.SAME): (AGR, ViewStep.NONE),
+    (AGR, Sight.CHANGED): (CHA, ViewStep.NONE),
+    (AGR, Sight.OTHERS_RESERVING): (CHA, ViewStep.NONE),
+    (CHA, Sight.SAME): (RES, ViewStep.RESERVE),
+    (CHA, Sight.CHANGED): (CHA, ViewStep.NONE),
+    (CHA, Sight.NO_PRIMARY): (CHA, ViewStep.NONE),
+    (RES, Sight.SAME): (AGR, ViewStep.COMMIT),
+    (RES, Sight.STILL_RESERVING): (RES, ViewStep.NONE),
+    (RES, Sight.CHANGED): (CHA, ViewStep.COMMIT_NULL),
+    (RES, Sight.SUPERSEDED): (CHA, ViewStep.COMMIT_NULL),
 }
 
 

@@ -42,6 +42,7 @@ from ringcast.protocols.raincore._messages import (
     NINE11_SIGNATURE,
     TOKEN_SIGNATURE,
     GlobalViewEntry,
+    Limits,
     Msg911,
     Snapshot,
     Status,
@@ -58,12 +59,13 @@ from ringcast.protocols.raincore._state import (
     ON_TOKEN,
     TABLE,
     Event,
+    Sight,
     State,
     TokenState,
     ViewState,
     ViewStep,
 )
-from ringcast.protocols.raincore.services import TokenLock, TokenMulticast
+from ringcast.protocols.raincore.services import TokenLock, TokenMulticast, fence
 
 STATE_KEY = "raincore.state"
 EATING_TIMER = "rc:eating"
@@ -123,11 +125,15 @@ class RaincoreMachine:
         self.lastToken: Token | None = None
         self.localView: tuple[NodeId, ...] = ()
         self.newNodes: list[NodeId] = []
-        # Not in Figure 8: the location reserved in Reserve state, and the view last
-        # reserved (the primary component rule counts it, see has_quorum).
+        # Not in Figure 8: the location reserved in Reserve state, and the highest
+        # location this node ever reserved (it never reserves one twice: decision 22).
         self.reservedIndex: int | None = None
-        self.lastReserved: tuple[NodeId, ...] = ()
+        self.highestReserved = 0
+        # Decision 1: the primary component is a majority of every node the group may
+        # hold (the broadcast domain), ties to the half holding its first node.
+        self.universe: tuple[NodeId, ...] = tuple(sorted({*ctx.peers, *ctx.members, ctx.node_id}))
         self.token: Token | None = None  # the token in hand while Eating
+        self.eatingSince = 0  # when it was taken into hand
         # Decision (the 911 vote): until this time a starving node that let through the
         # 911 of a node with a newer token does not regenerate on its own 911.
         self.yieldedUntil: int | None = None
@@ -146,7 +152,7 @@ class RaincoreMachine:
             self.globalViewNumber = snap.global_view_number
             self.lastToken = snap.last_token
             self.localView = snap.local_view
-            self.lastReserved = snap.last_reserved
+            self.highestReserved = snap.highest_reserved
             delivered = snap.delivered
         elif ctx.node_id in ctx.members and not ctx.joining:
             # Bootstrap: the members form an established ring, globalView = [members].
@@ -168,6 +174,9 @@ class RaincoreMachine:
             delivered=delivered,
         )
         self.lock = TokenLock(settings.lock_max_hold)
+        self.limits = Limits(
+            max_messages=settings.max_token_messages, max_bytes=settings.max_token_bytes
+        )
 
     # ------------------------------------------------------------------ Figure 8
 
@@ -198,10 +207,11 @@ class RaincoreMachine:
             return []
         tp = type(event)
         if tp is Received:
+            # Decision 25: nothing from a packet is trusted; a bad message changes nothing.
             msg = event.msg
-            if type(msg) is Token and msg.well_formed():
+            if type(msg) is Token and msg.well_formed(self.limits):
                 return self._step(Event.TOKEN_RECEIVED, now, event.src, msg)
-            if type(msg) is Msg911 and msg.well_formed():
+            if type(msg) is Msg911 and msg.well_formed(self.limits):
                 return self._step(Event.NINE11_RECEIVED, now, event.src, msg)
             return [_drop("malformed or unknown message", src=event.src, type=type(msg).__name__)]
         if tp is TimerFired:
@@ -210,10 +220,11 @@ class RaincoreMachine:
                 return [_drop("unknown timer", timer=event.name)]
             return self._step(ev, now)
         if tp is SendFailed:
-            if type(event.msg) is Token:
-                return self._step(Event.TOKEN_DELIVERY_FAILURE, now, event.dst, event.msg)
-            if type(event.msg) is Msg911:
-                return self._step(Event.NINE11_DELIVERY_FAILURE, now, event.dst, event.msg)
+            msg = event.msg
+            if type(msg) is Token and msg.well_formed(self.limits):
+                return self._step(Event.TOKEN_DELIVERY_FAILURE, now, event.dst, msg)
+            if type(msg) is Msg911 and msg.well_formed(self.limits):
+                return self._step(Event.NINE11_DELIVERY_FAILURE, now, event.dst, msg)
             return [_drop("delivery failure of an unknown message", dst=event.dst)]
         if tp is Start:
             return self._step(Event.INITIALIZATION, now)
@@ -273,6 +284,7 @@ class RaincoreMachine:
             )
             self.lastToken = self.token = token
             self.tokenState = TokenState.EATING
+            self.eatingSince = now
             out.append(Record.of("token", op="created", seq=token.sequence_number))
             out.append(self._record_state("init"))
             out.extend(self._grant_lock(now))
@@ -303,16 +315,9 @@ class RaincoreMachine:
         self.tokenState = TokenState.EATING
         self.yieldedUntil = None
         token = token.with_(current=token.destination)  # "Update token.currentNode"
-        # Decision: a token that ends starvation confirms nothing -- the localView it is
-        # compared with dates from before the node lost the ring.
-        same = token.nodelist == self.localView and not starving
-        new_view, step = ON_TOKEN[(self.viewState, same)]
+        new_view, step = ON_TOKEN[(self.viewState, self._sight(token, starving))]
         if step is ViewStep.RESERVE:
-            # "increment globalViewNumber": the next location after the largest index
-            # committed in the group, which the token carries.
-            self.globalViewNumber = token.global_view_number + 1
-            self.reservedIndex = self.globalViewNumber
-            self.lastReserved = token.nodelist
+            token = self._reserve(token)
         elif step is ViewStep.COMMIT:
             out.extend(self._commit(token.nodelist))
             index = self.globalViewNumber
@@ -330,10 +335,55 @@ class RaincoreMachine:
         out.extend(self._eat(now))
         return out
 
+    def _sight(self, token: Token, starving: bool) -> Sight:
+        """What the token shows this node for the view-state step (decisions 8, 22)."""
+        # Decision: a token that ends starvation confirms nothing -- the localView it is
+        # compared with dates from before the node lost the ring.
+        if token.nodelist != self.localView or starving:
+            return Sight.CHANGED
+        me = self.node_id
+        view = self.viewState
+        open_ = token.reservation > token.global_view_number and bool(token.reserved_by)
+        if view is ViewState.AGREEMENT:
+            # Others reserve a location this node has no part in: join them (Chaos, then
+            # Reserve on the next pass), or their reservation can never be complete.
+            return Sight.OTHERS_RESERVING if open_ and me not in token.reserved_by else Sight.SAME
+        if view is ViewState.CHAOS:
+            if self.settings.primary_component and not self._quorum(token.nodelist):
+                return Sight.NO_PRIMARY
+            return Sight.SAME
+        if token.reservation != self.reservedIndex or me not in token.reserved_by:
+            return Sight.SUPERSEDED
+        if not set(token.nodelist) <= set(token.reserved_by):
+            return Sight.STILL_RESERVING
+        return Sight.SAME
+
+    def _reserve(self, token: Token) -> Token:
+        """Reserve a location and sign the token (decision 22): join the reservation the
+        token carries if this node never reserved that location, or else open a new one
+        above every location the token or this node knows of."""
+        me = self.node_id
+        k = token.reservation
+        if k > max(token.global_view_number, self.highestReserved) and token.reserved_by:
+            signed = (*token.reserved_by, me)
+        else:
+            k = 1 + max(
+                token.global_view_number,
+                token.reservation,
+                self.highestReserved,
+                self.globalViewNumber,
+            )
+            signed = (me,)
+        # "increment globalViewNumber": the location this ring will commit.
+        self.globalViewNumber = self.reservedIndex = self.highestReserved = k
+        return token.with_(reservation=k, reserved_by=signed)
+
     def _eat(self, now: int, *, came_round: bool = True) -> list[Effect]:
         """The token is in hand: deliver what it carries, grant the lock, start eating."""
         assert self.token is not None
-        out = self.multicast.on_token(self.token, came_round=came_round)
+        self.eatingSince = now
+        agreed = self.viewState is ViewState.AGREEMENT
+        out = self.multicast.on_token(self.token, came_round=came_round, deliver=agreed)
         if out:
             out.append(self._persist())  # the duplicate filter survives a crash
         out.extend(self._grant_lock(now))
@@ -350,7 +400,16 @@ class RaincoreMachine:
         node that saw the newer sequence number -- unless a lock holds it longer."""
         if self.tokenState is not TokenState.EATING or self.viewState is not ViewState.AGREEMENT:
             return []
-        return self.lock.on_eating(now)
+        if self.token is None or now > self.eatingSince + self._hold_bound():
+            # Decision 23: a node that held the token past any hold it may take was
+            # stalled (a paused process): the ring has moved on, its copy grants nothing.
+            return []
+        index = max(self.committed_views(), default=0)
+        return self.lock.on_eating(now, fence(index, self.token.sequence_number))
+
+    def _hold_bound(self) -> int:
+        """The longest a node keeps the token: an eating time and a lock hold."""
+        return self.settings.eating_timeout + self.settings.lock_max_hold
 
     def _eating_time(self, token: Token) -> int:
         """Decision: the eating time paces an idle token; while traffic flows (the token
@@ -367,7 +426,6 @@ class RaincoreMachine:
         self.globalView[index] = members
         self.globalViewNumber = max(self.globalViewNumber, index)
         self.reservedIndex = None
-        self.lastReserved = ()
         view = View(str(index), members)
         return [*install_view(view), *leader_of_view(view), self._persist()]
 
@@ -464,6 +522,8 @@ class RaincoreMachine:
         token = base.with_(
             sequence_number=base.sequence_number + REGENERATION_GAP,
             nodelist=nodelist,
+            # the signatures hold only for the nodelist they were made with
+            reserved_by=base.reserved_by if nodelist == base.nodelist else (),
             current=me,
             destination=me,
             global_view_number=max(base.global_view_number, max(self.committed_views(), default=0)),
@@ -480,10 +540,11 @@ class RaincoreMachine:
         return out
 
     def _quorum(self, nodes: tuple[NodeId, ...]) -> bool:
-        """Decision (primary component): a ring may regenerate the token, or keep it after
-        dropping nodes, only with a majority of lastGlobalView and of the view last
-        reserved (ties go to the half holding the view's first member)."""
-        return has_quorum(nodes, self.lastGlobalView) and has_quorum(nodes, self.lastReserved)
+        """Decision 1 (primary component): a ring may reserve a location, regenerate the
+        token or keep it after dropping nodes only if it holds a strict majority of the
+        universe (every node of the broadcast domain), or exactly half of it including
+        the universe's first node. Any two such rings share a node."""
+        return has_quorum(nodes, self.universe)
 
     # ------------------------------------------------------------------ 4. Token delivery failure
 
@@ -500,7 +561,7 @@ class RaincoreMachine:
         out.extend(self._enter_chaos())  # "ringState=CHAOS"
         self.tokenState = TokenState.EATING
         nodelist = without(token.nodelist, dst)  # "Update token with new nodelist"
-        token = token.with_(nodelist=nodelist, current=nodelist.index(me))
+        token = token.with_(nodelist=nodelist, current=nodelist.index(me), reserved_by=())
         self.localView = nodelist
         self.lastToken = token
         out.append(Record.of("token", op="returned", seq=token.sequence_number, dst=dst))
@@ -511,10 +572,10 @@ class RaincoreMachine:
             return out + self._starve(now)
         token = token.with_(sequence_number=token.sequence_number + 1)
         if nodelist == (me,):
-            # "nodelist contains only one node, self": reserve and commit at once.
+            # "nodelist contains only one node, self": reserve and commit at once (the
+            # ring's only member has signed its reservation).
             self.viewState = ViewState.RESERVE
-            self.globalViewNumber = token.global_view_number + 1
-            self.reservedIndex = self.globalViewNumber
+            token = self._reserve(token)
             token = token.with_(global_view_number=self.globalViewNumber, destination=0)
             out.extend(self._commit(nodelist))
             self.viewState = ViewState.AGREEMENT
@@ -586,16 +647,18 @@ class RaincoreMachine:
         if new:
             # "Add newNodes to the token nodelist; viewState=CHAOS"
             nodelist = insert_after(token.nodelist, me, new)
-            token = token.with_(nodelist=nodelist, current=nodelist.index(me))
+            token = token.with_(nodelist=nodelist, current=nodelist.index(me), reserved_by=())
             out.extend(self._enter_chaos())
             out.append(Record.of("join", nodes=new))
         self.newNodes.clear()  # "Clear newNodes queue"
-        token, carried = self.multicast.on_pass(token)
+        agreed = self.viewState is ViewState.AGREEMENT
+        token, carried = self.multicast.on_pass(token, deliver=agreed)
         out.extend(carried)
         if len(token.nodelist) > 1:
             token = token.with_(sequence_number=token.sequence_number + 1)
             return out + self._send_token(token)
         self.token = self.lastToken = token
+        self.eatingSince = now  # a ring of one eats on
         out.append(SetTimer(EATING_TIMER, self.settings.eating_timeout))  # "Restart EATING"
         return out
 
@@ -655,6 +718,7 @@ class RaincoreMachine:
                 nodelist=nodelist,
                 current=nodelist.index(nxt),
                 destination=nodelist.index(nxt),
+                reserved_by=(),
             )
             out.append(Send(nxt, token, reliable=True))
             out.append(Record.of("token", op="sent", seq=token.sequence_number, dst=nxt))
@@ -682,7 +746,7 @@ class RaincoreMachine:
             self.globalViewNumber,
             self.lastToken,
             self.localView,
-            self.lastReserved,
+            self.highestReserved,
             self.multicast.snapshot(),
         )
 

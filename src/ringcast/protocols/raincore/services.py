@@ -15,7 +15,8 @@ of submitted messages waiting for the token is bounded by ``max_pending``, with
 ``Backpressure`` toward the application.
 
 :class:`TokenLock` -- mutual exclusion: the lock is granted while the node holds the
-token (Eating), and the token is held while the lock is, up to a bound.
+token (Eating), and the token is held while the lock is, up to a bound; every grant
+carries a fencing token (:func:`fence`).
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class TokenMulticast:
         self.blocked = False
         self._oseq = 0
         self._returned: set[tuple[int, int]] = set()
+        self._agreed = True  # the last token taken into hand was in Agreement
         # Duplicate filter: per origin, the newest (incarnation, oseq) delivered here.
         self.delivered: dict[NodeId, tuple[int, int]] = {
             d.origin: (d.incarnation, d.oseq) for d in delivered
@@ -98,15 +100,25 @@ class TokenMulticast:
     def _fresh(self, m: TokenMessage) -> bool:
         return (m.incarnation, m.oseq) > self.delivered.get(m.origin, (-1, -1))
 
-    def on_token(self, token: Token, *, came_round: bool = True) -> list[Effect]:
+    def on_token(
+        self, token: Token, *, came_round: bool = True, deliver: bool = True
+    ) -> list[Effect]:
         """Deliver, in token order, every message on ``token`` not delivered here yet.
 
         ``came_round``: the token arrived from the ring, so this node's own messages on it
         have made their full rotation (not so for a token regenerated from lastToken).
+        ``deliver``: the node is in Agreement; otherwise the messages wait on the token
+        (decision 24: only a committed ring's token orders deliveries).
         """
         out: list[Effect] = []
+        # Own messages come off once back on a token seen in Agreement twice running:
+        # every member has then taken it in Agreement since (they committed the view in
+        # the rotation between), so every member has delivered them.
+        settled, self._agreed = self._agreed and deliver, deliver
+        if not deliver:
+            return out
         for m in token.messages:
-            if m.origin == self.node_id and came_round:
+            if m.origin == self.node_id and came_round and settled:
                 self._returned.add((m.incarnation, m.oseq))
             if self._fresh(m):
                 self.delivered[m.origin] = (m.incarnation, m.oseq)
@@ -132,18 +144,23 @@ class TokenMulticast:
             -(-self.max_token_bytes * mine // total),
         )
 
-    def on_pass(self, token: Token) -> tuple[Token, list[Effect]]:
+    def on_pass(self, token: Token, *, deliver: bool = True) -> tuple[Token, list[Effect]]:
         """Before the token leaves: take off this node's messages (they have made a full
         rotation), drop messages of departed nodes that have made one, and put this
         node's pending messages on, up to its fair share and the room left (delivering
-        them here, at their place in the order); report its backlog on the token."""
+        them here, at their place in the order, if ``deliver``: in Agreement; else they
+        are delivered here when the token brings them back in Agreement); report its
+        backlog on the token."""
         ring = len(token.nodelist)
         me = self.node_id
         alone = token.nodelist == (me,)
         kept = tuple(
             m
             for m in token.messages
-            if not (m.origin == me and (alone or (m.incarnation, m.oseq) in self._returned))
+            if not (
+                m.origin == me
+                and ((alone and not self._fresh(m)) or (m.incarnation, m.oseq) in self._returned)
+            )
             and (m.origin in token.nodelist or token.sequence_number - m.stamp < ring)
         )
         self._returned.clear()
@@ -170,8 +187,9 @@ class TokenMulticast:
                 me, self.incarnation, self._oseq, sub.msg_id, sub.payload, ORDER, stamp
             )
             added.append(m)
-            self.delivered[me] = (self.incarnation, self._oseq)
-            out.append(Deliver(m.msg_id, m.payload, ORDER, me))
+            if deliver:
+                self.delivered[me] = (self.incarnation, self._oseq)
+                out.append(Deliver(m.msg_id, m.payload, ORDER, me))
         if self.blocked and len(self.pending) <= self.max_pending // 2:
             self.blocked = False
             out.append(Backpressure(False))
@@ -181,6 +199,19 @@ class TokenMulticast:
         if not added and len(kept) == len(token.messages) and demand == token.demand:
             return token, out
         return token.with_(messages=kept + tuple(added), demand=demand), out
+
+
+FENCE_SHIFT = 40
+"""A fence is ``view index * 2**40 + token sequence number``."""
+
+
+def fence(view_index: int, sequence_number: int) -> int:
+    """The fencing token of a grant made on the token numbered ``sequence_number`` by a
+    node in Agreement on the globalView entry ``view_index``: it grows along the token
+    (its number grows at every pass) and from one committed view to the next (a new
+    view's index is larger), whatever the token's number did in between (docs/protocols/
+    raincore.md, decision 23)."""
+    return (view_index << FENCE_SHIFT) + (sequence_number & ((1 << FENCE_SHIFT) - 1))
 
 
 class TokenLock:
@@ -198,12 +229,12 @@ class TokenLock:
     def request(self) -> None:
         self.wanted = True
 
-    def on_eating(self, now: int) -> list[Effect]:
-        """The node holds the token: grant a waiting request."""
+    def on_eating(self, now: int, fence: int) -> list[Effect]:
+        """The node holds the token: grant a waiting request, with ``fence``."""
         if self.wanted and self.held_since is None:
             self.wanted = False
             self.held_since = now
-            return [LockGranted()]
+            return [LockGranted(fence)]
         return []
 
     def remaining(self, now: int) -> int:

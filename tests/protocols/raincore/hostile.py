@@ -1,0 +1,47 @@
+"""Raincore under the shared hostile generator (``ringcast.sim.hostile``): its settings
+and the safety checks of one run. Used by ``test_hostile.py`` (a small sample) and by
+``bench/raincore_hostile.py`` (the soak over thousands of seeds)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ringcast.core.units import MS
+from ringcast.sim import Simulation
+from ringcast.sim.hostile import HostileRun, hostile_scenario
+
+from . import checks
+
+TOKEN_TIMEOUT = 120 * MS
+"""Raincore's token timeout is ``hungry_timeout``."""
+
+SETTINGS: dict[str, Any] = {
+    "eating_timeout": "2ms",
+    "hungry_timeout": "120ms",
+    "starving_timeout": "40ms",
+    "rto": "4ms",
+    "max_tries": 4,
+    "lock_max_hold": "5ms",
+    "max_token_messages": 32,
+}
+
+
+def hostile_run(seed: int, **kw: Any) -> HostileRun:
+    return hostile_scenario(seed, "raincore", token_timeout=TOKEN_TIMEOUT, settings=SETTINGS, **kw)
+
+
+def safety(rows: list[dict[str, Any]], end_t: int) -> dict[str, list[str]]:
+    """The safety properties of one run, by name: only violations are listed."""
+    found = {
+        "invariant": checks.invariants(rows),
+        "view_agreement": checks.view_agreement(rows),
+        "total_order": checks.total_order(rows),
+        "mutual_exclusion": checks.fenced_mutual_exclusion(rows, end_t),
+    }
+    return {k: v for k, v in found.items() if v}
+
+
+def problems(seed: int) -> dict[str, list[str]]:
+    run = hostile_run(seed)
+    rows = Simulation(run.scenario, seed=seed).run().events()
+    return safety(rows, run.scenario.duration)
