@@ -15,7 +15,7 @@ from ringcast.protocols.totem.machine import TotemMachine
 SETTINGS: dict[str, Setting] = {
     "token_timeout": Setting("duration", 200_000_000, "token loss timeout", 1),
     "token_retransmit_timeout": Setting(
-        "duration", 47_000_000, "resend the token when the next node shows no sign of it", 1
+        "duration", 10_000_000, "resend the token when the next node shows no sign of it", 1
     ),
     "token_hold": Setting("duration", 2_000_000, "hold an idle token this long", 1),
     "join_timeout": Setting("duration", 20_000_000, "rebroadcast interval of join messages", 1),

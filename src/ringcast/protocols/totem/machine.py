@@ -526,12 +526,21 @@ class TotemMachine:
         if nxt == self.node_id:  # a ring of one: the token comes back after the hold time
             self.held = tok
             out.append(SetTimer(T_TOKEN_HOLD, self.token_hold))
+            # It has come back: a ring of one never loses its token. (Held tokens do not
+            # rearm the loss timer in _act_token, so a ring of one fell back to Gather
+            # every token_timeout, and each time its joins broke the others' rings.)
+            out.append(SetTimer(T_TOKEN_LOSS, self.token_timeout))
             return
         out.append(Send(nxt, tok))
         self.last_sent = (nxt, tok)
         self.sent_seq = tok.seq
         self.rt_armed = True
         out.append(SetTimer(T_TOKEN_RETRANSMIT, self.token_retransmit_timeout))
+
+    def _stop_retransmit(self, out: Out) -> None:
+        if self.rt_armed:
+            self.rt_armed = False
+            out.append(CancelTimer(T_TOKEN_RETRANSMIT))
 
     def _act_token_retransmit(self, out: Out) -> None:
         if self.last_sent is None:
@@ -702,9 +711,6 @@ class TotemMachine:
             if bad is not None:
                 self._invalid(ct, bad, out)
                 return
-        if self.rt_armed:
-            self.rt_armed = False
-            out.append(CancelTimer(T_TOKEN_RETRANSMIT))
         if state is GA:
             if ct.ring_id.seq <= self.highest_seq or memb != self.gather.members():
                 out.append(
@@ -717,6 +723,7 @@ class TotemMachine:
                 )
                 return
             # First rotation: add my entry, persist the new ring seq, pass it on.
+            self._stop_retransmit(out)
             self.highest_seq = ct.ring_id.seq
             out.append(Persist(STORAGE_KEY, str(self.highest_seq).encode()))
             new = CommitToken(
@@ -733,6 +740,10 @@ class TotemMachine:
         if not local and ct.token_seq <= self.last_token_seq:
             out.append(Record.of("drop", reason="duplicate commit token"))
             return
+        # Accepted: only now does it show that the token moved on. (A late copy of the
+        # first rotation, which the predecessor still retransmits, used to cancel this
+        # node's own retransmission: a lost forward then lost the commit token for good.)
+        self._stop_retransmit(out)
         if state is CO:
             # Second rotation: every member's entry is known; shift to Recovery.
             self.commit = ct
