@@ -221,6 +221,13 @@ def names() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def installed_names() -> list[str]:
+    """The protocols installed through the entry-point group (ringcast's own and every
+    installed plugin's), not those a test or a script registered by hand."""
+    _load_entry_points()
+    return sorted({ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)})
+
+
 def builtin_names() -> list[str]:
     """The protocols ringcast ships (those defined under ``ringcast.protocols``)."""
     _load_entry_points()
