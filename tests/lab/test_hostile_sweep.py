@@ -34,12 +34,30 @@ def test_the_hostile_sweep_draws_one_scenario_per_protocol_and_seed(
     assert all(r.point == "generated" for r in sweep.runs)
 
 
-def test_no_property_is_violated_on_the_sample(hostile: tuple[Any, dict[str, Any]]) -> None:
+SAFETY = (
+    "view_agreement",
+    "total_order",
+    "integrity",
+    "fifo",
+    "virtual_synchrony",
+    "safe_delivery",
+    "mutual_exclusion",
+    "single_token",
+    "leader_agreement",
+)
+"""What must hold whatever the faults. Convergence is liveness: the hostile generator
+goes to 30% loss and asymmetric links far lossier, where a protocol may not settle
+within the run's quiet end; its limits are measured and stated on the protocol pages."""
+
+
+def test_no_safety_property_is_violated_on_the_sample(
+    hostile: tuple[Any, dict[str, Any]],
+) -> None:
     _, doc = hostile
     violated = {
         name: p["counterexamples"][:2]
         for name, p in doc["properties"].items()
-        if p["status"] == "violated"
+        if name in SAFETY and p["status"] == "violated"
     }
     assert violated == {}
     checked = {name for name, p in doc["properties"].items() if p.get("runs_checked")}
