@@ -437,11 +437,11 @@ class TribesMachine:
         self.lastToken = tok
         if members[0].node == self.node_id:
             return out + self._at_leader(now, tok)
-        if self.suggestedviewId is not None:
+        if self.suggestedviewId is not None and self.suggestedviewId != tok.id:
             # "unless it's dropped by a higher leader": this node's own election is
             # superseded; its token will end at that leader too.
             out.append(Record.of("coord", op="superseded", election=self.suggestedviewId))
-            self.suggestedviewId, self.suggestedView = None, ()
+        self.suggestedviewId, self.suggestedView = None, ()
         self.state = State.WAITING
         return [*out, self._arm(len(members)), *self._forward(now, tok)]
 
