@@ -75,8 +75,10 @@ class Membership:
             gone.append(src)
             m = None
         if m is None:
-            if self.departed.get(src, 0) >= b.incarnation:
-                return gone, added  # a stale beacon of an incarnation seen gone
+            if self.departed.get(src, 0) > b.incarnation:
+                return gone, added  # a late beacon of an incarnation older than one seen
+            # A member seen gone that beacons again (a healed partition, a link back up)
+            # is alive: it is added again, whatever its incarnation.
             self.departed.pop(src, None)
             self.members[src] = Member(src, b.priority, b.incarnation, now)
             added.append(src)

@@ -84,21 +84,39 @@ ROWS: dict[tuple[State, Ev], Transition[State]] = {
     (ST, Ev.STOP): _t(Action.STOP, SP),
     (SP, Ev.STOP): Transition(IGNORE, (SP,)),
 }
+# Running states. startElection ends idle (alone, or the view already matches the
+# membership), waiting (not the leader) or electing (the token is sent); a node whose
+# own token is out abandons it ("election already running"). A token of this node's
+# own is stale unless it is electing; a foreign one is forwarded (waiting) or taken
+# over or held at its leader (electing). COORD_CONF installs the view (idle), unless
+# this node's own election goes on or a later change starts a new one.
+ROWS.update(
+    {
+        (ID, Ev.MEMBER_ADDED): _t(Action.MEMBER_ADDED, ID, WA, EL),
+        (ID, Ev.MEMBER_DISAPPEARED): _t(Action.MEMBER_DISAPPEARED, ID, WA, EL),
+        (ID, Ev.MY_TOKEN): _t(Action.HANDLE_MY_TOKEN, ID),
+        (ID, Ev.OTHER_TOKEN): _t(Action.HANDLE_OTHER_TOKEN, ID, WA, EL),
+        (ID, Ev.VIEW_CONF): _t(Action.HANDLE_VIEW_CONF, ID, WA, EL),
+        (ID, Ev.SEND_FAILED): _t(Action.NEXT_INLINE, ID, EL),
+        (WA, Ev.MEMBER_ADDED): _t(Action.MEMBER_ADDED, ID, WA, EL),
+        (WA, Ev.MEMBER_DISAPPEARED): _t(Action.MEMBER_DISAPPEARED, ID, WA, EL),
+        (WA, Ev.MY_TOKEN): _t(Action.HANDLE_MY_TOKEN, WA),
+        (WA, Ev.OTHER_TOKEN): _t(Action.HANDLE_OTHER_TOKEN, WA, EL),
+        (WA, Ev.VIEW_CONF): _t(Action.HANDLE_VIEW_CONF, ID, WA, EL),
+        (WA, Ev.SEND_FAILED): _t(Action.NEXT_INLINE, WA, ID, EL),
+        (EL, Ev.MEMBER_ADDED): _t(Action.MEMBER_ADDED, EL),
+        (EL, Ev.MEMBER_DISAPPEARED): _t(Action.MEMBER_DISAPPEARED, EL),
+        (EL, Ev.MY_TOKEN): _t(Action.HANDLE_MY_TOKEN, EL, ID, WA),
+        (EL, Ev.OTHER_TOKEN): _t(Action.HANDLE_OTHER_TOKEN, EL, WA),
+        (EL, Ev.VIEW_CONF): _t(Action.HANDLE_VIEW_CONF, ID, EL, WA),
+        (EL, Ev.SEND_FAILED): _t(Action.NEXT_INLINE, EL, ID),
+    }
+)
 for _s in RUNNING:
-    ROWS.update(
-        {
-            (_s, Ev.STARTED): Transition(IGNORE, (_s,)),
-            (_s, Ev.MEMBER_ADDED): _t(Action.MEMBER_ADDED, *RUNNING),
-            (_s, Ev.MEMBER_DISAPPEARED): _t(Action.MEMBER_DISAPPEARED, *RUNNING),
-            (_s, Ev.MY_TOKEN): _t(Action.HANDLE_MY_TOKEN, *RUNNING),
-            (_s, Ev.OTHER_TOKEN): _t(Action.HANDLE_OTHER_TOKEN, *RUNNING),
-            (_s, Ev.VIEW_CONF): _t(Action.HANDLE_VIEW_CONF, *RUNNING),
-            (_s, Ev.SEND_FAILED): _t(Action.NEXT_INLINE, *RUNNING),
-            (_s, Ev.STOP): _t(Action.STOP, SP),
-        }
-    )
+    ROWS[(_s, Ev.STARTED)] = Transition(IGNORE, (_s,))
+    ROWS[(_s, Ev.STOP)] = _t(Action.STOP, SP)
 # The timeout: idle has nothing pending (a stale timer); a waiting node starts an
-# election itself, a source whose token never came back starts a new one.
+# election itself (Tomcat gave up), a source whose token never came back starts anew.
 ROWS[(ID, Ev.TIMEOUT)] = Transition(IGNORE, (ID,))
 ROWS[(WA, Ev.TIMEOUT)] = _t(Action.TIMEOUT, ID, EL)
 ROWS[(EL, Ev.TIMEOUT)] = _t(Action.TIMEOUT, ID, EL)
