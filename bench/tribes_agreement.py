@@ -2,6 +2,7 @@
 
 python bench/tribes_agreement.py                       # 5, 16, 64 nodes, 3 seeds each
 python bench/tribes_agreement.py --sizes 5 --seeds 1   # a quick look
+python bench/tribes_agreement.py --tomcat-timing       # Tomcat's heartbeat and drop time
 
 For each change (a member crashes, the coordinator crashes, a member joins, a partition
 in two halves heals) it measures, in virtual time, from the change to the moment every
@@ -32,6 +33,10 @@ HOP_MS = 1.0
 CHANGE_AT_MS = 1000
 
 
+SETTINGS: dict[str, str] = {}
+TOMCAT_TIMING = {"heartbeat_interval": "500ms", "member_drop_time": "3s"}
+
+
 def scenario(n: int, change: str) -> tuple[Any, int]:
     """The scenario of ``change`` at ``n`` nodes, and the time (ns) of the change."""
     nodes = [f"n{i:02d}" for i in range(n)]
@@ -39,11 +44,12 @@ def scenario(n: int, change: str) -> tuple[Any, int]:
         "name": f"tribes_bench_{change}_{n}",
         "protocol": "tribes",
         "nodes": nodes,
-        "duration": "2.5s",
+        "duration": "2.5s" if not SETTINGS else "8s",
         "count_bytes": False,
+        "settings": dict(SETTINGS),
         "network": {"latency": {"dist": "normal", "mean": "1ms", "stddev": "100us"}},
     }
-    at = CHANGE_AT_MS
+    at = CHANGE_AT_MS if not SETTINGS else 4000  # a partition must outlast the drop time
     if change == "crash":
         doc["nemesis"] = [{"at": f"{at}ms", "action": "crash", "node": nodes[n // 2]}]
     elif change == "crash coordinator":
@@ -54,7 +60,7 @@ def scenario(n: int, change: str) -> tuple[Any, int]:
         doc["nemesis"] = [{"at": f"{at}ms", "action": "join", "node": nodes[-1]}]
     elif change == "partition heal":
         half = n // 2
-        doc["duration"] = "3s"
+        doc["duration"] = "3s" if not SETTINGS else "8s"
         doc["nemesis"] = [
             {"at": "500ms", "action": "partition", "groups": [nodes[:half], nodes[half:]]},
             {"at": f"{at}ms", "action": "heal"},
@@ -99,7 +105,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[5, 16, 64])
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument(
+        "--tomcat-timing",
+        action="store_true",
+        help="Tomcat's McastService defaults: heartbeat every 500 ms, dropped after 3 s",
+    )
     args = ap.parse_args()
+    if args.tomcat_timing:
+        SETTINGS.update(TOMCAT_TIMING)
     changes = ["crash", "crash coordinator", "join", "partition heal"]
     print(
         f"{'change':<18} {'N':>3} {'detect ms':>10} {'elect ms':>9} {'total ms':>9} "
