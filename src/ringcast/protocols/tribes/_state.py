@@ -97,7 +97,7 @@ ROWS.update(
         (ID, Ev.MY_TOKEN): _t(Action.HANDLE_MY_TOKEN, ID),
         (ID, Ev.OTHER_TOKEN): _t(Action.HANDLE_OTHER_TOKEN, ID, WA, EL),
         (ID, Ev.VIEW_CONF): _t(Action.HANDLE_VIEW_CONF, ID, WA, EL),
-        (ID, Ev.SEND_FAILED): _t(Action.NEXT_INLINE, ID, EL),
+        (ID, Ev.SEND_FAILED): _t(Action.NEXT_INLINE, ID, WA, EL),
         (WA, Ev.MEMBER_ADDED): _t(Action.MEMBER_ADDED, ID, WA, EL),
         (WA, Ev.MEMBER_DISAPPEARED): _t(Action.MEMBER_DISAPPEARED, ID, WA, EL),
         (WA, Ev.MY_TOKEN): _t(Action.HANDLE_MY_TOKEN, WA),
@@ -105,11 +105,11 @@ ROWS.update(
         (WA, Ev.VIEW_CONF): _t(Action.HANDLE_VIEW_CONF, ID, WA, EL),
         (WA, Ev.SEND_FAILED): _t(Action.NEXT_INLINE, WA, ID, EL),
         (EL, Ev.MEMBER_ADDED): _t(Action.MEMBER_ADDED, EL),
-        (EL, Ev.MEMBER_DISAPPEARED): _t(Action.MEMBER_DISAPPEARED, EL),
+        (EL, Ev.MEMBER_DISAPPEARED): _t(Action.MEMBER_DISAPPEARED, EL, ID),
         (EL, Ev.MY_TOKEN): _t(Action.HANDLE_MY_TOKEN, EL, ID, WA),
         (EL, Ev.OTHER_TOKEN): _t(Action.HANDLE_OTHER_TOKEN, EL, WA),
         (EL, Ev.VIEW_CONF): _t(Action.HANDLE_VIEW_CONF, ID, EL, WA),
-        (EL, Ev.SEND_FAILED): _t(Action.NEXT_INLINE, EL, ID),
+        (EL, Ev.SEND_FAILED): _t(Action.NEXT_INLINE, EL, ID, WA),
     }
 )
 for _s in RUNNING:
