@@ -10,7 +10,10 @@ import subprocess
 from contextlib import AsyncExitStack
 from pathlib import Path
 
+import pytest
+
 from ringcast.cli.runtime import gather_status, status_table
+from ringcast.runtime import group as group_module
 from ringcast.runtime.cluster import spawn_node, write_cluster
 from ringcast.runtime.config import load_config
 from ringcast.runtime.group import Group
@@ -110,5 +113,40 @@ def test_group_leader_follows_the_coordinator(tmp_path: Path) -> None:
             await asyncio.gather(*(g.wait_view(lambda v: "A" not in v.members, 10) for g in gs[1:]))
             await until(lambda: all(g.leader == "B" for g in gs[1:]), 10, "B coordinator", *gs[1:])
             assert gs[1].view == gs[2].view and gs[1].members == ("B", "C")
+
+    asyncio.run(main())
+
+
+LeaderChange = getattr(group_module, "LeaderChange", None)
+
+
+@pytest.mark.skipif(
+    LeaderChange is None,
+    reason="Group.events() reports leader changes once the runtime's LeaderChange event is in",
+)
+def test_group_events_report_the_coordinator_change(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, ["A", "B", "C"], "tribes")
+
+    async def main() -> None:
+        async with AsyncExitStack() as stack:
+            gs = [await stack.enter_async_context(Group.join(cfg, n)) for n in "ABC"]
+            for g in gs:
+                g.subscribe()
+            await asyncio.gather(
+                *(g.wait_view(lambda v: set(v.members) == {"A", "B", "C"}, 10) for g in gs)
+            )
+            await gs[0].leave()
+            seen: list[object] = []
+
+            async def collect(g: Group) -> None:
+                async for ev in g.events():
+                    seen.append(ev)
+                    if isinstance(ev, LeaderChange) and ev.leader == "B":  # type: ignore[arg-type]
+                        return
+
+            await asyncio.wait_for(collect(gs[1]), 10)
+            changes = [e for e in seen if isinstance(e, LeaderChange)]  # type: ignore[arg-type]
+            assert changes[-1].view_id == gs[1].view.view_id  # type: ignore[union-attr]
+            assert changes[-1].view_id.startswith("B:")  # type: ignore[union-attr]
 
     asyncio.run(main())
