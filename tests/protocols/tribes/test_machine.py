@@ -18,6 +18,7 @@ from ringcast.protocols.tribes import (
     CoordMember,
     CoordRequest,
     MemberBeacon,
+    MemberShutdown,
     State,
     TribesMachine,
     TribesSettings,
@@ -166,3 +167,29 @@ def test_deliveries_continue_while_a_crash_is_being_elected() -> None:
     assert t1 - t0 > 10 * MS  # the election takes a while: rounds of 2 ms hops
     during = [r for r in res.events(kind="deliver") if t0 < r["t"] < t1]
     assert len(during) > 100
+
+
+def test_a_graceful_leave_is_announced_and_seen_at_once() -> None:
+    sc = parse_scenario(
+        {
+            "protocol": "tribes",
+            "nodes": ["A", "B", "C"],
+            "duration": "1s",
+            "nemesis": [{"at": "500ms", "action": "leave", "node": "A"}],
+        }
+    )
+    res = Simulation(sc, seed=1).run()
+    last = {r["node"]: (r["view"], tuple(r["members"]), r["t"]) for r in res.events(kind="view")}
+    assert last["B"][:2] == last["C"][:2] == ("B:1", ("B", "C"))
+    assert last["B"][2] < 510 * MS  # not after the drop time (250 ms)
+
+
+def test_a_beacon_overtaken_by_the_shutdown_does_not_bring_the_member_back() -> None:
+    m = _machine("B")
+    _started(m, "A", "C")
+    m.handle(Received("A", MemberShutdown(1)), 200 * MS)
+    assert "A" not in m.membership
+    assert m.handle(Received("A", MemberBeacon(0, 0, 1)), 201 * MS) == []
+    assert "A" not in m.membership
+    m.handle(Received("A", MemberBeacon(0, 300, 2)), 400 * MS)  # restarted: welcome back
+    assert m.membership.members["A"].incarnation == 2

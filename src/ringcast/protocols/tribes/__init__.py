@@ -23,6 +23,7 @@ from ringcast.protocols.tribes._messages import (
     CoordMember,
     CoordRequest,
     MemberBeacon,
+    MemberShutdown,
 )
 from ringcast.protocols.tribes._state import TABLE, Ev, State, mermaid
 from ringcast.protocols.tribes.machine import TribesMachine, TribesSettings
@@ -104,6 +105,7 @@ __all__ = [
     "CoordRequest",
     "Ev",
     "MemberBeacon",
+    "MemberShutdown",
     "State",
     "TribesMachine",
     "TribesSettings",

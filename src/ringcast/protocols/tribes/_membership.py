@@ -49,6 +49,8 @@ class Membership:
         self.drop_time = drop_time
         self.members: dict[NodeId, Member] = {}
         self.departed: dict[NodeId, int] = {}
+        self.left: dict[NodeId, int] = {}
+        """The incarnation of every member that announced its shutdown."""
 
     def __contains__(self, node: object) -> bool:
         return node in self.members
@@ -66,6 +68,8 @@ class Membership:
         member is its old self disappearing and a new one being added."""
         gone: list[NodeId] = []
         added: list[NodeId] = []
+        if self.left.get(src, 0) >= b.incarnation:
+            return gone, added  # a beacon overtaken by its sender's shutdown
         m = self.members.get(src)
         if m is not None and m.incarnation != b.incarnation:
             if b.incarnation < m.incarnation:
@@ -86,6 +90,15 @@ class Membership:
             m.heard = now
             m.priority = b.priority
         return gone, added
+
+    def shutdown(self, src: NodeId, incarnation: int) -> bool:
+        """``src`` announced it leaves; True if it was a member (memberDisappeared)."""
+        self.left[src] = max(self.left.get(src, 0), incarnation)
+        m = self.members.get(src)
+        if m is None or m.incarnation > incarnation:
+            return False
+        self.remove(src)
+        return True
 
     def expire(self, now: int) -> list[NodeId]:
         """Direct members silent for ``drop_time``: memberDisappeared."""

@@ -9,6 +9,7 @@
 * :class:`CoordConf` (``COORD_CONF``): the confirmed view the leader sends to every member;
 * :class:`CoordAlive` (``COORD_ALIVE``): the liveness probe of a member first learnt from
   a token (Tribes' ``alive()``), sent without waiting for an answer;
+* :class:`MemberShutdown`: a member leaving gracefully (McastService's shutdown message);
 * :class:`AppData`: an application multicast, one reliable unicast per member.
 
 Every field of a received message is checked by :func:`token_problem` /
@@ -36,6 +37,15 @@ class MemberBeacon:
 
     priority: int
     start_time: int
+    incarnation: int
+
+
+@wire(0x0306)
+@dataclass(frozen=True, slots=True)
+class MemberShutdown:
+    """McastService's shutdown announcement: this incarnation of the sender leaves now
+    (a graceful stop); the others drop it at once instead of after the drop time."""
+
     incarnation: int
 
 

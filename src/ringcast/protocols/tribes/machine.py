@@ -57,6 +57,7 @@ from ringcast.protocols.tribes._messages import (
     CoordMember,
     CoordRequest,
     MemberBeacon,
+    MemberShutdown,
     conf_problem,
     token_problem,
 )
@@ -225,6 +226,12 @@ class TribesMachine:
             for n in added:
                 out += self._step(Ev.MEMBER_ADDED, now, n)
             return out
+        if tp is MemberShutdown:
+            if not isinstance(msg.incarnation, int) or msg.incarnation < 1:
+                return self._drop(src, "malformed shutdown")
+            if src != self.node_id and self.membership.shutdown(src, msg.incarnation):
+                return self._step(Ev.MEMBER_DISAPPEARED, now, src)
+            return []
         if tp is CoordRequest:
             problem = token_problem(msg)
             if problem:
@@ -304,8 +311,15 @@ class TribesMachine:
         ]
 
     def _stop(self, now: int) -> list[Effect]:
+        """A graceful leave: McastService announces the shutdown, so the others drop
+        this member at once (a crash is seen after ``member_drop_time``)."""
         self.state = State.STOPPED
-        return [CancelTimer(WAIT_TIMER), CancelTimer(BEACON_TIMER), CancelTimer(START_TIMER)]
+        return [
+            Multicast(MemberShutdown(self.incarnation)),
+            CancelTimer(WAIT_TIMER),
+            CancelTimer(BEACON_TIMER),
+            CancelTimer(START_TIMER),
+        ]
 
     def _memberAdded(self, now: int, node: NodeId) -> list[Effect]:
         out: list[Effect] = [Record.of("coord", op="memberAdded", node=node)]
