@@ -136,3 +136,51 @@ def test_wire_round_trip() -> None:
     tok = CoordRequest("A.1.1", "A", "A", (_cm("A"), _cm("B")), ("A", "B"), (_cm("C"),))
     frame = decode(encode(tok, sender="A"))
     assert frame.msg == tok
+
+
+def test_random_well_typed_garbage_never_raises() -> None:
+    """Any decodable message (right types, arbitrary values) is handled or dropped."""
+    import random
+
+    from ringcast.protocols.tribes import AppData, CoordAlive, MemberShutdown
+
+    rng = random.Random(7)
+    names = ["A", "B", "C", "", "x y", "A" * 70, "\u00e9"]
+
+    def member() -> CoordMember:
+        return CoordMember(rng.choice(names), rng.randint(-3, 3), rng.randint(-1, 3))
+
+    def members() -> tuple[CoordMember, ...]:
+        return tuple(member() for _ in range(rng.randint(0, 4)))
+
+    def msg() -> object:
+        k = rng.randint(0, 5)
+        if k == 0:
+            route = tuple(rng.choice(names) for _ in range(rng.randint(0, 3)))
+            return CoordRequest(
+                rng.choice(["", "A.1.1", "B.1.1"]),
+                rng.choice(names),
+                rng.choice(names),
+                members(),
+                route,
+                members(),
+            )
+        if k == 1:
+            return CoordConf(
+                rng.choice(["", "A.1.1"]), rng.choice(["A:1", "B:x", ":"]), "A", members()
+            )
+        if k == 2:
+            return MemberBeacon(rng.randint(-2, 2), rng.randint(-2, 2), rng.randint(-2, 2))
+        if k == 3:
+            return MemberShutdown(rng.randint(-2, 2))
+        if k == 4:
+            return CoordAlive(rng.randint(-2, 2))
+        return AppData("A:1", b"x", rng.choice(["fifo", "agreed", "nope"]))
+
+    for trial in range(40):
+        m = _machine()
+        for step in range(60):
+            src = rng.choice(["A", "C", "B"])
+            out = m.handle(Received(src, msg()), trial * 1000 + step)
+            assert not any(getattr(e, "kind", None) == "invariant" for e in out)
+        m.handle(TimerFired("tribes:wait"), 10**9)
