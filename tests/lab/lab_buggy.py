@@ -82,3 +82,54 @@ def register_totem_no_rtr() -> None:
 
 def claim_totem_properties() -> None:
     claim(TOTEM_NO_RTR, claims("totem"))
+
+
+TRIBES_LAZY = "tribes_lazy"
+
+
+def register_tribes_lazy() -> None:
+    """Register Tribes with one step broken: a node that already has a view and cannot
+    improve a token (its merge adds nobody) and is not its leader never forwards it (a
+    plausible "nothing new for me" shortcut). The first view still forms, but after a
+    member is lost the token dies at the first node that agrees with it, the election
+    never ends and the survivors stay on the view with the dead member. Idempotent,
+    like :func:`register_arrival`."""
+    if TRIBES_LAZY in registry.names():
+        return
+    from ringcast.core.effects import Send
+    from ringcast.layers import ReliableUnicast, Stack
+    from ringcast.protocols.tribes import SPEC, CoordRequest, TribesMachine, TribesSettings
+
+    class LazyTribes(TribesMachine):
+        def _handleOtherToken(self, now, tok, sender):  # type: ignore[no-untyped-def]
+            out = super()._handleOtherToken(now, tok, sender)
+            sent = self.lastToken
+            if (
+                sent is not None
+                and self.viewId is not None
+                and sent.leader != self.node_id
+                and [m.node for m in sent.members] == [m.node for m in tok.members]
+            ):
+                out = [e for e in out if not (type(e) is Send and type(e.msg) is CoordRequest)]
+            return out
+
+    def factory(ctx):  # type: ignore[no-untyped-def]
+        s = SPEC.resolve_settings(ctx.settings)
+        reliable = ReliableUnicast(
+            ctx.node_id, rto=s["rto"], max_tries=s["max_tries"], storage=dict(ctx.storage)
+        )
+        return Stack(LazyTribes(ctx, TribesSettings.from_mapping(s)), reliable=reliable)
+
+    registry.register(
+        registry.ProtocolSpec(
+            TRIBES_LAZY,
+            factory,
+            settings=dict(SPEC.settings),
+            doc="Tribes never forwarding a token it cannot improve",
+            claims=SPEC.claims,
+            converge_on=SPEC.converge_on,
+            order_scope=SPEC.order_scope,
+            total_orders=SPEC.total_orders,
+            trace_kinds=SPEC.trace_kinds,
+        )
+    )

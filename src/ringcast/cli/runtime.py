@@ -79,11 +79,21 @@ def _cmd_cluster_down(args: argparse.Namespace) -> int:
 
 def status_table(rows: list[dict[str, Any]]) -> str:
     """The ``ringcast status`` table: one line a node."""
-    head = ("node", "view", "members", "state", "tokens/s", "delivered/s", "delivered", "drops")
+    head = (
+        "node",
+        "view",
+        "members",
+        "state",
+        "leader",
+        "tokens/s",
+        "delivered/s",
+        "delivered",
+        "drops",
+    )
     lines = [head]
     for st in rows:
         if "error" in st:
-            lines.append((st["node"], "-", "-", f"down ({st['error']})", "-", "-", "-", "-"))
+            lines.append((st["node"], "-", "-", f"down ({st['error']})", "-", "-", "-", "-", "-"))
             continue
         m = st["metrics"]
         v = st["view"] or {}
@@ -95,6 +105,7 @@ def status_table(rows: list[dict[str, Any]]) -> str:
                 str(v.get("id", "-")) + (" (trans)" if v.get("transitional") else ""),
                 ",".join(v.get("members", [])),
                 state_s,
+                str(st.get("leader") or "-"),
                 f"{m['rates']['tokens']:.1f}",
                 f"{m['rates']['delivered']:.1f}",
                 str(m["delivered"]),

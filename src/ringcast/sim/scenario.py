@@ -44,13 +44,16 @@ class ScenarioError(ValueError):
 
 @dataclass(frozen=True)
 class LinkRule:
-    """Per-link overrides of the network model (``[[network.links]]``)."""
+    """Per-link overrides of the network model (``[[network.links]]``); with ``match``
+    (a message class name) they apply to that class of messages only, e.g. losing only
+    the membership heartbeats on a link while unicast still works."""
 
     src: str
     dst: str
     latency: Latency | None = None
     loss: float | None = None
     duplication: float | None = None
+    match: str | None = None
 
 
 @dataclass(frozen=True)
@@ -243,8 +246,11 @@ def _parse_network(raw: Any, nodes: tuple[str, ...], where: str) -> NetworkModel
                 raise ScenarioError(str(e)) from None
         loss = _prob(lt, "loss") if lt.has("loss") else None
         dup = _prob(lt, "duplication") if lt.has("duplication") else None
+        lmatch = lt.get("match")
+        if lmatch is not None and (not isinstance(lmatch, str) or not lmatch):
+            raise _err(lt.path("match"), f"expected a message class name, got {lmatch!r}")
         lt.done()
-        links.append(LinkRule(src, dst, lat, loss, dup))
+        links.append(LinkRule(src, dst, lat, loss, dup, lmatch))
     drops = []
     for i, dr in enumerate(t.get("drop", []) or []):
         dt = _Table(dr, f"{t.path('drop')}[{i}]")

@@ -95,6 +95,9 @@ class Simulation:
         self._component: dict[str, int] = dict.fromkeys(scenario.all_nodes, 0)
         self._links_down: set[tuple[str, int]] = set()
         self._links: dict[tuple[str, str], _Link] = {}
+        # (src, dst, message class) -> the link of that class, for rules with ``match``
+        self._class_links: dict[tuple[str, str, str], _Link] = {}
+        self._matched = {(r.src, r.dst): r for r in scenario.network.links if r.match}
         self._drops = [[rule, 0] for rule in scenario.network.drops]
         self._timer_gen = 0
         self._count_bytes = scenario.count_bytes
@@ -226,18 +229,39 @@ class Simulation:
 
     # ------------------------------------------------------------ network
 
-    def _link(self, src: str, dst: str) -> _Link:
+    def _link(self, src: str, dst: str, msg: Any = None) -> _Link:
+        if self._matched and (src, dst) in self._matched:
+            cls = type(msg).__name__
+            if any(r.match == cls for r in self._net.links if r.src == src and r.dst == dst):
+                return self._class_link(src, dst, cls)
         link = self._links.get((src, dst))
         if link is None:
             net = self._net
             lat, loss, dup = net.latency, net.loss, net.duplication
             for rule in net.links:
-                if rule.src == src and rule.dst == dst:
+                if rule.src == src and rule.dst == dst and rule.match is None:
                     lat = rule.latency or lat
                     loss = rule.loss if rule.loss is not None else loss
                     dup = rule.duplication if rule.duplication is not None else dup
             link = self._links[(src, dst)] = _Link(
                 lat, loss, dup, stream(self.seed, f"link:{src}->{dst}")
+            )
+        return link
+
+    def _class_link(self, src: str, dst: str, cls: str) -> _Link:
+        """The link ``src`` -> ``dst`` for messages of class ``cls``: the link's own
+        rules overlaid with those matching ``cls``, with a random stream of its own."""
+        link = self._class_links.get((src, dst, cls))
+        if link is None:
+            base = self._link(src, dst)
+            lat, loss, dup = base.latency, base.loss, base.duplication
+            for rule in self._net.links:
+                if rule.src == src and rule.dst == dst and rule.match == cls:
+                    lat = rule.latency or lat
+                    loss = rule.loss if rule.loss is not None else loss
+                    dup = rule.duplication if rule.duplication is not None else dup
+            link = self._class_links[(src, dst, cls)] = _Link(
+                lat, loss, dup, stream(self.seed, f"link:{src}->{dst}:{cls}")
             )
         return link
 
@@ -272,7 +296,7 @@ class Simulation:
         if self._drops and self._dropped_by_rule(src, dst, msg):
             node.lost += 1
             return
-        link = self._link(src, dst)
+        link = self._link(src, dst, msg)
         rng = link.rng
         if link.loss and rng.random() < link.loss:
             node.lost += 1

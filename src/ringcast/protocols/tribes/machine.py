@@ -1,0 +1,626 @@
+"""The ``NonBlockingCoordinator`` of one node (seed 003), complete.
+
+:class:`TribesMachine` keeps the seed's fields (``view``, ``viewId``, ``suggestedView``,
+``suggestedviewId``, ``membership``, ``waitForCoordMsgTimeout``) and methods
+(``startElection``, ``processCoordMessage``, ``mergeOnArrive``, ``handleMyToken``,
+``handleOtherToken``, ``handleViewConf``, ``memberAdded``, ``memberDisappeared``,
+``sendElectionMsgToNextInline``), and dispatches every event on the transition table
+of :mod:`._state`. The places where Tomcat's code is empty, commented out or wrong, and
+where the seed is silent, are marked "Decision" and listed in docs/protocols/tribes.md.
+
+The token (``COORD_REQUEST``) travels by reliable unicast along the absolute order of
+the members (:mod:`._order`): each node merges what it knows into it
+(``mergeOnArrive``), re-leads it to the highest member it now knows of, and sends it to
+the next member of the round's route; after the last one it goes to its leader. There
+it either returns to its source (if unchanged since the source sent it, ``COORD_CONF``
+goes to every member, who install the view; if it grew, it is resent), or is
+taken over by the leader (a foreign token), or is held while the leader's own token is
+out (the leader's token will carry what it brought).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ringcast.core.effects import (
+    CancelTimer,
+    Deliver,
+    Effect,
+    InstallView,
+    LeaderChanged,
+    Multicast,
+    Persist,
+    Record,
+    Send,
+    SetTimer,
+    StateChanged,
+)
+from ringcast.core.events import (
+    ORDERS,
+    Received,
+    SendFailed,
+    Start,
+    Stop,
+    Submit,
+    TimerFired,
+)
+from ringcast.core.ids import NodeId, View
+from ringcast.core.machine import MachineContext
+from ringcast.protocols.tribes import _order
+from ringcast.protocols.tribes._membership import Membership
+from ringcast.protocols.tribes._messages import (
+    AppData,
+    CoordAlive,
+    CoordConf,
+    CoordMember,
+    CoordRequest,
+    MemberBeacon,
+    MemberShutdown,
+    conf_problem,
+    token_problem,
+)
+from ringcast.protocols.tribes._state import TABLE, Ev, State
+
+INCARNATION_KEY = "tribes.incarnation"
+VIEWS_KEY = "tribes.views"
+BEACON_TIMER = "tribes:beacon"
+START_TIMER = "tribes:start"
+WAIT_TIMER = "tribes:wait"
+CONCLUDED_MEMORY = 64
+"""How many concluded elections a node remembers, to drop late copies of their tokens."""
+
+
+@dataclass(frozen=True, slots=True)
+class TribesSettings:
+    heartbeat_interval: int
+    member_drop_time: int
+    start_wait: int
+    waitForCoordMsgTimeout: int
+    hop_time: int
+    priorities: dict[NodeId, int]
+
+    @classmethod
+    def from_mapping(cls, s: dict[str, Any]) -> TribesSettings:
+        drop = int(s["member_drop_time"])
+        interval = int(s["heartbeat_interval"])
+        if drop <= interval:
+            raise ValueError(
+                f"settings.member_drop_time ({drop}ns) must exceed "
+                f"settings.heartbeat_interval ({interval}ns)"
+            )
+        return cls(
+            heartbeat_interval=interval,
+            member_drop_time=drop,
+            start_wait=int(s["start_wait"]),
+            waitForCoordMsgTimeout=int(s["wait_for_coord_msg_timeout"]),
+            hop_time=int(s["rto"]),
+            priorities=_order.parse_priorities(str(s["priorities"])),
+        )
+
+
+def _names(members: tuple[CoordMember, ...] | list[CoordMember]) -> tuple[NodeId, ...]:
+    return tuple(m.node for m in members)
+
+
+def _ordered(members: list[CoordMember]) -> tuple[CoordMember, ...]:
+    return tuple(sorted(members, key=lambda m: _order.key(m.priority, m.node)))
+
+
+class TribesMachine:
+    """One node's auto-merging, non-blocking coordinator election (sans-IO)."""
+
+    def __init__(self, ctx: MachineContext, settings: TribesSettings):
+        self.node_id: NodeId = ctx.node_id
+        self.settings = settings
+        self.priority = settings.priorities.get(ctx.node_id, 0)
+        self.incarnation = int(ctx.storage.get(INCARNATION_KEY, b"0")) + 1
+        self.views_confirmed = int(ctx.storage.get(VIEWS_KEY, b"0"))
+        self.me = CoordMember(ctx.node_id, self.priority, self.incarnation)
+        self.waitForCoordMsgTimeout = settings.waitForCoordMsgTimeout
+        self.membership = Membership(ctx.node_id, settings.member_drop_time)
+        self.state = State.STARTING
+        self.start_time = 0
+        # The seed's fields.
+        self.view: tuple[CoordMember, ...] = ()
+        self.viewId: str | None = None
+        self.leader: NodeId | None = None
+        self.suggestedView: tuple[CoordMember, ...] = ()
+        self.suggestedviewId: str | None = None
+        # Not in the seed: the last token this node handled (what it believes the
+        # election is: the seed's "A - {A-ldr, mbrs-A,B,C,D,E, id=X}"), the last token
+        # it sent and to whom (for failure-on-delivery), whether its membership changed
+        # since it last merged it into a token, and the elections it saw concluded.
+        self.lastToken: CoordRequest | None = None
+        self.outbound: tuple[CoordRequest, NodeId] | None = None
+        self.dirty = False
+        self.elections = 0
+        self.concluded: deque[str] = deque(maxlen=CONCLUDED_MEMORY)
+        self.installed_from: dict[NodeId, int] = {}
+        self.drops = 0
+        self._status: tuple[Any, ...] = ()
+
+    # ------------------------------------------------------------------ queries
+
+    def getCoordinator(self) -> NodeId | None:
+        return self.leader
+
+    def getView(self) -> tuple[NodeId, ...]:
+        return _names(self.view)
+
+    def isCoordinator(self) -> bool:
+        return self.leader == self.node_id
+
+    def known(self) -> tuple[CoordMember, ...]:
+        """This node and its membership, in absolute order."""
+        return _ordered([self.me, *(m.wire() for m in self.membership.members.values())])
+
+    # ------------------------------------------------------------------ dispatch
+
+    def handle(self, event: Any, now: int) -> list[Effect]:
+        if self.state is State.STOPPED:
+            return []
+        tp = type(event)
+        out: list[Effect]
+        if tp is Received:
+            out = self._received(event, now)
+        elif tp is TimerFired:
+            out = self._timer(event.name, now)
+        elif tp is Submit:
+            out = self._submit(event)
+        elif tp is SendFailed:
+            out = self._send_failed(event, now)
+        elif tp is Start:
+            out = self._step(Ev.START, now)
+        elif tp is Stop:
+            out = self._step(Ev.STOP, now)
+        else:
+            out = []
+        status = (self.state, self.viewId, self.leader, self.suggestedviewId, len(self.view))
+        if status != self._status:
+            self._status = status
+            out.append(
+                StateChanged.of(
+                    state=self.state.value,
+                    view=self.viewId or "",
+                    coordinator=self.leader or "",
+                    members=len(self.view),
+                    election=self.suggestedviewId or "",
+                )
+            )
+        return out
+
+    def _step(self, ev: Ev, now: int, *args: Any) -> list[Effect]:
+        before = self.state
+        tr = TABLE.lookup(before, ev)
+        if tr is None:
+            self.drops += 1
+            return [TABLE.unlisted(before, ev)]
+        if tr.action == "ignore":
+            return []
+        out: list[Effect] = getattr(self, "_" + tr.action)(now, *args)
+        bad = TABLE.check(before, ev, self.state)
+        if bad is not None:
+            out.append(bad)
+        return out
+
+    def _drop(self, src: NodeId, reason: str) -> list[Effect]:
+        self.drops += 1
+        return [Record.of("drop", src=src, reason=reason)]
+
+    def _received(self, event: Received, now: int) -> list[Effect]:
+        msg, src = event.msg, event.src
+        tp = type(msg)
+        if tp is MemberBeacon:
+            if not all(isinstance(x, int) for x in (msg.priority, msg.start_time)) or not (
+                isinstance(msg.incarnation, int) and msg.incarnation >= 1
+            ):
+                return self._drop(src, "malformed beacon")
+            if src == self.node_id:
+                return []
+            gone, added = self.membership.beacon(src, msg, now)
+            out: list[Effect] = []
+            for n in gone:
+                out += self._step(Ev.MEMBER_DISAPPEARED, now, n)
+            for n in added:
+                out += self._step(Ev.MEMBER_ADDED, now, n)
+            return out
+        if tp is MemberShutdown:
+            if not isinstance(msg.incarnation, int) or msg.incarnation < 1:
+                return self._drop(src, "malformed shutdown")
+            if src != self.node_id and self.membership.shutdown(src, msg.incarnation):
+                return self._step(Ev.MEMBER_DISAPPEARED, now, src)
+            return []
+        if tp is CoordRequest:
+            problem = token_problem(msg)
+            if problem:
+                return self._drop(src, problem)
+            # processCoordMessage: the seed's dispatch on the token's source.
+            ev = Ev.MY_TOKEN if msg.source == self.node_id else Ev.OTHER_TOKEN
+            return self._step(ev, now, msg, src)
+        if tp is CoordConf:
+            problem = conf_problem(msg)
+            if problem:
+                return self._drop(src, problem)
+            return self._step(Ev.VIEW_CONF, now, msg, src)
+        if tp is CoordAlive:
+            return []  # the reliable layer's acknowledgement answered the probe
+        if tp is AppData:
+            if (
+                not isinstance(msg.msg_id, str)
+                or not isinstance(msg.payload, bytes)
+                or msg.order not in ORDERS
+            ):
+                return self._drop(src, "malformed application message")
+            return [Deliver(msg.msg_id, msg.payload, msg.order, src)]
+        return self._drop(src, f"unexpected {tp.__name__}")
+
+    def _timer(self, name: str, now: int) -> list[Effect]:
+        if name == BEACON_TIMER:
+            out: list[Effect] = [
+                Multicast(MemberBeacon(self.priority, self.start_time, self.incarnation)),
+                SetTimer(BEACON_TIMER, self.settings.heartbeat_interval),
+            ]
+            for n in self.membership.expire(now):
+                out += self._step(Ev.MEMBER_DISAPPEARED, now, n)
+            return out
+        if name == START_TIMER:
+            return self._step(Ev.STARTED, now)
+        if name == WAIT_TIMER:
+            return self._step(Ev.TIMEOUT, now)
+        return []
+
+    def _send_failed(self, event: SendFailed, now: int) -> list[Effect]:
+        msg = event.msg
+        if type(msg) is CoordRequest:
+            if self.outbound is not None and self.outbound[0] is msg:
+                return self._step(Ev.SEND_FAILED, now, msg, event.dst)
+            return []
+        if type(msg) is CoordAlive:
+            # Decision: the non-blocking alive(): the probe of a hearsay member failed.
+            m = self.membership.members.get(event.dst)
+            if m is not None and not m.direct and m.incarnation <= msg.incarnation:
+                self.membership.remove(event.dst)
+                out: list[Effect] = [Record.of("coord", op="probe_failed", node=event.dst)]
+                if event.dst in _names(self.view):
+                    out += self._step(Ev.MEMBER_DISAPPEARED, now, event.dst)
+                return out
+        return []
+
+    # ------------------------------------------------------------------ application
+
+    def _submit(self, event: Submit) -> list[Effect]:
+        """Non-blocking: application messages flow whatever the election is doing."""
+        data = AppData(event.msg_id, event.payload, event.order)
+        targets = set(self.membership.names()) | set(_names(self.view))
+        targets.discard(self.node_id)
+        out: list[Effect] = [Send(n, data, reliable=True) for n in sorted(targets)]
+        out.append(Deliver(event.msg_id, event.payload, event.order, self.node_id))
+        return out
+
+    # ------------------------------------------------------------------ actions
+
+    def _start(self, now: int) -> list[Effect]:
+        self.start_time = now
+        return [
+            Persist(INCARNATION_KEY, str(self.incarnation).encode()),
+            Multicast(MemberBeacon(self.priority, self.start_time, self.incarnation)),
+            SetTimer(BEACON_TIMER, self.settings.heartbeat_interval),
+            SetTimer(START_TIMER, self.settings.start_wait),
+        ]
+
+    def _stop(self, now: int) -> list[Effect]:
+        """A graceful leave: McastService announces the shutdown, so the others drop
+        this member at once (a crash is seen after ``member_drop_time``)."""
+        self.state = State.STOPPED
+        return [
+            Multicast(MemberShutdown(self.incarnation)),
+            CancelTimer(WAIT_TIMER),
+            CancelTimer(BEACON_TIMER),
+            CancelTimer(START_TIMER),
+        ]
+
+    def _memberAdded(self, now: int, node: NodeId) -> list[Effect]:
+        out: list[Effect] = [Record.of("coord", op="memberAdded", node=node)]
+        if self.state is State.STARTING:
+            return out  # Tribes: "if (started && elect) startElection(false)"
+        self.dirty = True
+        return out + self._startElection(now, False)
+
+    def _memberDisappeared(self, now: int, node: NodeId) -> list[Effect]:
+        out: list[Effect] = [Record.of("coord", op="memberDisappeared", node=node)]
+        if self.state is State.STARTING:
+            return out
+        self.dirty = True
+        # Decision: every node whose membership changed runs startElection (Tomcat: only
+        # the coordinator or the highest, forced); a non-leader then waits for the token.
+        return out + self._startElection(now, False)
+
+    def _new_id(self) -> str:
+        self.elections += 1
+        return f"{self.node_id}.{self.incarnation}.{self.elections}"
+
+    def _arm(self, size: int) -> SetTimer:
+        """waitForCoordMsgTimeout, plus a hop's retransmission time per member: a
+        round through a large group may take longer than the bare timeout."""
+        return SetTimer(WAIT_TIMER, self.waitForCoordMsgTimeout + size * self.settings.hop_time)
+
+    def _startElection(self, now: int, force: bool = False) -> list[Effect]:
+        self._leave_starting()
+        members = self.known()
+        if len(members) == 1:
+            # "the only member, no need for an election"
+            self.suggestedviewId, self.suggestedView = None, ()
+            self.state = State.IDLE
+            if _names(self.view) == (self.node_id,):
+                return [CancelTimer(WAIT_TIMER)]
+            return [CancelTimer(WAIT_TIMER), *self._install(self._new_id(), (self.me,))]
+        if self.suggestedviewId is not None:
+            return [Record.of("coord", op="abandoned", reason="election running")]
+        if self.view == members:
+            self.state = State.IDLE
+            self.dirty = False
+            return [
+                CancelTimer(WAIT_TIMER),
+                Record.of("coord", op="abandoned", reason="view matches"),
+            ]
+        leader = members[0].node
+        if leader == self.node_id or force:
+            tok = CoordRequest(self._new_id(), leader, self.node_id, members, _names(members))
+            self.suggestedviewId, self.suggestedView = tok.id, members
+            self.dirty = False
+            self.state = State.ELECTING
+            out: list[Effect] = [self._arm(len(members))]
+            return out + self._forward(now, tok, to_leader=leader != self.node_id)
+        self.state = State.WAITING
+        return [self._arm(len(members)), Record.of("coord", op="wait", leader=leader)]
+
+    def _leave_starting(self) -> None:
+        if self.state is State.STARTING:
+            self.state = State.IDLE
+
+    def _mergeOnArrive(
+        self, tok_members: tuple[CoordMember, ...], gone: tuple[CoordMember, ...]
+    ) -> tuple[tuple[CoordMember, ...], tuple[CoordMember, ...], list[Effect]]:
+        """The token's knowledge and this node's, merged: (members, gone, effects).
+
+        Decision: no blocking ``alive()`` probe. A member this node saw disappear (same
+        incarnation) is struck and reported ``gone``; a ``gone`` report removes a hearsay
+        member but not one this node hears directly (direct evidence wins); a member new
+        to this node is added as hearsay at once and probed with ``COORD_ALIVE`` in the
+        background."""
+        ms = self.membership
+        out: list[Effect] = []
+        gone_map = {g.node: g for g in gone}
+        for g in gone:
+            if g.node == self.node_id:
+                del gone_map[g.node]
+                continue
+            m = ms.members.get(g.node)
+            if m is None:
+                continue
+            if m.direct and m.incarnation >= g.incarnation:
+                del gone_map[g.node]
+            elif ms.forget_hearsay(g.node, g.incarnation):
+                out.append(Record.of("coord", op="forget", node=g.node))
+        merged: dict[NodeId, CoordMember] = {}
+        for cm in tok_members:
+            if cm.node == self.node_id:
+                continue
+            g = gone_map.get(cm.node)
+            if g is not None and g.incarnation >= cm.incarnation:
+                continue
+            if ms.knows_dead(cm):
+                gone_map[cm.node] = cm
+                continue
+            mine = ms.members.get(cm.node)
+            if mine is not None and mine.incarnation > cm.incarnation:
+                continue  # the token lists an older incarnation; mine is added below
+            merged[cm.node] = cm
+            if ms.learn(cm):
+                out.append(Record.of("coord", op="memberAdded", node=cm.node, hearsay=True))
+                out.append(Send(cm.node, CoordAlive(cm.incarnation), reliable=True))
+        for m in ms.members.values():
+            merged[m.node] = m.wire()
+        merged[self.node_id] = self.me
+        self.dirty = False
+        gone_out = tuple(sorted(gone_map.values(), key=lambda g: g.node))
+        return _ordered(list(merged.values())), gone_out, out
+
+    def _handleMyToken(self, now: int, tok: CoordRequest, sender: NodeId) -> list[Effect]:
+        if tok.id != self.suggestedviewId:
+            return self._drop(sender, f"stale token {tok.id}")
+        self._leave_starting()
+        members, gone, out = self._mergeOnArrive(tok.members, tok.gone)
+        tok = replace(tok, leader=members[0].node, members=members, gone=gone)
+        self.lastToken = tok
+        if members[0].node == self.node_id:
+            return out + self._at_leader(now, tok)
+        # Leadership change: a higher member is known now; it takes the token over.
+        self.suggestedviewId, self.suggestedView = None, ()
+        self.state = State.WAITING
+        return [*out, self._arm(len(members)), *self._forward(now, tok, to_leader=True)]
+
+    def _handleOtherToken(self, now: int, tok: CoordRequest, sender: NodeId) -> list[Effect]:
+        if tok.id in self.concluded:
+            return self._drop(sender, f"token {tok.id} of a concluded election")
+        self._leave_starting()
+        members, gone, out = self._mergeOnArrive(tok.members, tok.gone)
+        tok = replace(tok, leader=members[0].node, members=members, gone=gone)
+        self.lastToken = tok
+        if members[0].node == self.node_id:
+            return out + self._at_leader(now, tok)
+        if self.suggestedviewId is not None and self.suggestedviewId != tok.id:
+            # "unless it's dropped by a higher leader": this node's own election is
+            # superseded; its token will end at that leader too.
+            out.append(Record.of("coord", op="superseded", election=self.suggestedviewId))
+        self.suggestedviewId, self.suggestedView = None, ()
+        self.state = State.WAITING
+        return [*out, self._arm(len(members)), *self._forward(now, tok)]
+
+    def _at_leader(self, now: int, tok: CoordRequest) -> list[Effect]:
+        """The token is at its leader, this node, with ``tok.members`` merged."""
+        members = tok.members
+        if tok.source == self.node_id and tok.id == self.suggestedviewId:
+            if members == self.suggestedView:
+                return self._confirm(now, tok)
+            # "Original X{..} == Arrived X{..}"? No: the list grew (or shrank) on the
+            # way; resend the token so every member sees the final list.
+            return self._new_round(now, tok, "resend")
+        if self.suggestedviewId is not None:
+            # Decision (a foreign token at a leader whose own token is out): hold it;
+            # its knowledge is merged, and the leader's own token will carry it.
+            self.state = State.ELECTING
+            return [
+                Record.of(
+                    "coord",
+                    op="hold",
+                    election=tok.id,
+                    leader=tok.leader,
+                    source=tok.source,
+                    members=list(_names(members)),
+                )
+            ]
+        # Decision (Tomcat's commented-out restart): the leader takes a foreign token
+        # over as its source and sends it round again: Z{A-ldr, A-src, ...}.
+        return self._new_round(now, tok, "adopt")
+
+    def _new_round(self, now: int, tok: CoordRequest, why: str) -> list[Effect]:
+        members = tok.members
+        tok = CoordRequest(tok.id, self.node_id, self.node_id, members, _names(members), tok.gone)
+        self.suggestedviewId, self.suggestedView = tok.id, members
+        self.state = State.ELECTING
+        out: list[Effect] = [
+            Record.of("coord", op=why, election=tok.id, members=list(_names(members))),
+            self._arm(len(members)),
+        ]
+        return out + self._forward(now, tok)
+
+    def _confirm(self, now: int, tok: CoordRequest) -> list[Effect]:
+        """The token came back unchanged: COORD_CONF to every member, and install."""
+        self.views_confirmed += 1
+        view_id = f"{self.node_id}:{self.views_confirmed}"
+        conf = CoordConf(tok.id, view_id, self.node_id, tok.members)
+        out: list[Effect] = [
+            Persist(VIEWS_KEY, str(self.views_confirmed).encode()),
+            Record.of("coord", op="conf", election=tok.id, members=list(_names(tok.members))),
+        ]
+        out += [Send(m.node, conf, reliable=True) for m in tok.members if m.node != self.node_id]
+        out += self._handleViewConf(now, conf, self.node_id)
+        return out
+
+    def _install(self, election: str, members: tuple[CoordMember, ...]) -> list[Effect]:
+        """A view of this node alone (no election needed)."""
+        self.views_confirmed += 1
+        view_id = f"{self.node_id}:{self.views_confirmed}"
+        self.view, self.viewId, self.leader = members, view_id, self.node_id
+        self.installed_from[self.node_id] = self.views_confirmed
+        self.concluded.append(election)
+        return [
+            Persist(VIEWS_KEY, str(self.views_confirmed).encode()),
+            InstallView(View(view_id, _names(members))),
+            LeaderChanged(self.node_id, view_id),
+        ]
+
+    def _handleViewConf(self, now: int, conf: CoordConf, sender: NodeId) -> list[Effect]:
+        names = _names(conf.members)
+        if conf.view_id == self.viewId:
+            return []  # "we already have this view"
+        mine = next((m for m in conf.members if m.node == self.node_id), None)
+        if mine is None or mine.incarnation != self.incarnation:
+            return self._drop(sender, f"COORD_CONF {conf.view_id} does not list this node")
+        leader, _, counter = conf.view_id.rpartition(":")
+        if leader != conf.leader or not counter.isdigit():
+            return self._drop(sender, f"COORD_CONF with a malformed view id {conf.view_id!r}")
+        n = int(counter)
+        if n <= self.installed_from.get(leader, 0) and leader != self.node_id:
+            return self._drop(sender, f"stale COORD_CONF {conf.view_id}")
+        self._leave_starting()
+        self.installed_from[leader] = n
+        self.view, self.viewId, self.leader = conf.members, conf.view_id, conf.leader
+        self.concluded.append(conf.id)
+        ms = self.membership
+        for cm in conf.members:
+            if cm.node != self.node_id:
+                ms.learn(cm)
+        for node in sorted(ms.names() - set(names)):
+            if not ms.members[node].direct:
+                ms.remove(node)  # hearsay the group did not confirm
+        out: list[Effect] = [
+            InstallView(View(conf.view_id, names)),
+            LeaderChanged(conf.leader, conf.view_id),
+        ]
+        if self.suggestedviewId == conf.id or self.suggestedView == conf.members:
+            self.suggestedviewId, self.suggestedView = None, ()
+        if self.suggestedviewId is not None:
+            self.state = State.ELECTING  # this node's own election goes on and will merge
+            return out
+        out.append(CancelTimer(WAIT_TIMER))
+        self.state = State.IDLE
+        if self.dirty and self.known() != self.view:
+            # Decision: a change this node saw after the token passed it starts a new
+            # election (Tribes: only if a higher member is known).
+            out += self._startElection(now, False)
+        return out
+
+    def _sendElectionMsgToNextInline(
+        self, now: int, tok: CoordRequest, dst: NodeId
+    ) -> list[Effect]:
+        """Failure-on-delivery of the token to ``dst``: it is struck from the token (and
+        from the membership if only hearsay) and the token goes to the next in line."""
+        self._leave_starting()
+        m = self.membership.members.get(dst)
+        if m is not None and not m.direct:
+            self.membership.remove(dst)
+        members = tuple(x for x in tok.members if x.node != dst)
+        out: list[Effect] = [Record.of("coord", op="unreachable", election=tok.id, node=dst)]
+        if not members:
+            return out
+        tok = replace(tok, members=members, leader=members[0].node)
+        if tok.leader == self.node_id and tok.source == self.node_id:
+            self.suggestedView = tuple(x for x in self.suggestedView if x.node != dst)
+        return out + self._forward(now, tok, failed=dst)
+
+    def _coordMsgTimeout(self, now: int) -> list[Effect]:
+        """Decision: Tomcat gave up here; ringcast retries, forced (the token goes to
+        the leader this node knows, who takes it over)."""
+        out: list[Effect] = [Record.of("coord", op="timeout", election=self.suggestedviewId or "")]
+        self.suggestedviewId, self.suggestedView = None, ()
+        return out + self._startElection(now, True)
+
+    # ------------------------------------------------------------------ the token's path
+
+    def _forward(
+        self, now: int, tok: CoordRequest, *, to_leader: bool = False, failed: NodeId | None = None
+    ) -> list[Effect]:
+        """sendElectionMsgToNextInline: the next member of the route after this node
+        that the token still lists; after the last, the leader."""
+        listed = set(_names(tok.members))
+        nxt: NodeId | None = None
+        if not to_leader and self.node_id in tok.route:
+            after = tok.route[tok.route.index(self.node_id) + 1 :]
+            if failed is not None and failed in after:
+                after = after[after.index(failed) + 1 :]
+            nxt = next((n for n in after if n in listed and n != self.node_id), None)
+        elif failed is not None and not to_leader and failed in tok.route:
+            after = tok.route[tok.route.index(failed) + 1 :]
+            nxt = next((n for n in after if n in listed and n != self.node_id), None)
+        if nxt is None:
+            nxt = tok.leader
+        if nxt == self.node_id:
+            return self._at_leader(now, tok)
+        self.outbound = (tok, nxt)
+        self.lastToken = tok
+        return [
+            Send(nxt, tok, reliable=True),
+            Record.of(
+                "coord",
+                op="request",
+                election=tok.id,
+                leader=tok.leader,
+                source=tok.source,
+                members=list(_names(tok.members)),
+                to=nxt,
+            ),
+        ]

@@ -1,0 +1,195 @@
+"""One machine fed by hand: the decisions of docs/protocols/tribes.md where Tomcat is
+empty or gives up (retry on timeout, a lost COORD_CONF, the non-blocking probe, the
+gone list, a reappearing member), and non-blocking multicast during an election."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ringcast.core.effects import Deliver, InstallView, Send
+from ringcast.core.events import Received, SendFailed, Start, Submit, TimerFired
+from ringcast.core.machine import MachineContext
+from ringcast.core.units import MS
+from ringcast.protocols.tribes import (
+    SETTINGS,
+    AppData,
+    CoordAlive,
+    CoordConf,
+    CoordMember,
+    CoordRequest,
+    MemberBeacon,
+    MemberShutdown,
+    State,
+    TribesMachine,
+    TribesSettings,
+)
+from ringcast.protocols.tribes.machine import START_TIMER, WAIT_TIMER
+from ringcast.sim import Simulation, parse_scenario
+
+
+def _machine(me: str = "B", **kw: Any) -> TribesMachine:
+    s = {k: v.default for k, v in SETTINGS.items()}
+    s.update(kw)
+    m = TribesMachine(MachineContext(me, (), ("A", "B", "C")), TribesSettings.from_mapping(s))
+    m.handle(Start(), 0)
+    return m
+
+
+def _cm(n: str, inc: int = 1) -> CoordMember:
+    return CoordMember(n, 0, inc)
+
+
+def _sends(out: list[Any], tp: type) -> list[Send]:
+    return [e for e in out if isinstance(e, Send) and type(e.msg) is tp]
+
+
+def _started(m: TribesMachine, *peers: str) -> list[Any]:
+    for p in peers:
+        m.handle(Received(p, MemberBeacon(0, 0, 1)), 1 * MS)
+    return m.handle(TimerFired(START_TIMER), 120 * MS)
+
+
+def test_a_waiting_non_leader_retries_instead_of_giving_up() -> None:
+    m = _machine("B")
+    _started(m, "A", "C")
+    assert m.state is State.WAITING  # A is the leader: B waits for its token
+    out = m.handle(TimerFired(WAIT_TIMER), 800 * MS)
+    assert m.state is State.ELECTING
+    (tok,) = _sends(out, CoordRequest)
+    # forced: the token goes to the leader B knows of, who will take it over
+    assert tok.dst == "A" and tok.msg.source == "B" and tok.msg.leader == "A"
+
+
+def test_a_forwarder_that_never_gets_the_conf_elects_again() -> None:
+    m = _machine("B")
+    _started(m, "A", "C")
+    tok = CoordRequest("A.1.1", "A", "A", (_cm("A"), _cm("B"), _cm("C")), ("A", "B", "C"))
+    out = m.handle(Received("A", tok), 130 * MS)
+    assert [s.dst for s in _sends(out, CoordRequest)] == ["C"]
+    assert m.state is State.WAITING
+    # the COORD_CONF never arrives: on the timeout B starts a forced election
+    out = m.handle(TimerFired(WAIT_TIMER), 900 * MS)
+    assert m.state is State.ELECTING and _sends(out, CoordRequest)[0].dst == "A"
+    # ... and a COORD_CONF for the view ends it
+    conf = CoordConf("A.1.1", "A:1", "A", (_cm("A"), _cm("B"), _cm("C")))
+    out = m.handle(Received("A", conf), 901 * MS)
+    assert m.state is State.IDLE and any(isinstance(e, InstallView) for e in out)
+    assert m.getCoordinator() == "A" and m.getView() == ("A", "B", "C")
+
+
+def test_a_source_whose_token_never_returns_starts_a_new_one() -> None:
+    m = _machine("A")
+    _started(m, "B", "C")
+    first = m.suggestedviewId
+    assert m.state is State.ELECTING and first is not None
+    out = m.handle(TimerFired(WAIT_TIMER), 900 * MS)
+    assert m.state is State.ELECTING and m.suggestedviewId not in (None, first)
+    # the lost token turning up late is stale and dropped
+    late = CoordRequest(first, "A", "A", (_cm("A"), _cm("B"), _cm("C")), ("A", "B", "C"))
+    out = m.handle(Received("C", late), 901 * MS)
+    assert [getattr(e, "kind", None) for e in out] == ["drop"]
+    assert _sends(out, CoordConf) == []
+
+
+def test_an_unknown_member_is_probed_without_blocking_and_dropped_if_dead() -> None:
+    m = _machine("B")
+    _started(m, "A")
+    tok = CoordRequest("A.1.1", "A", "A", (_cm("A"), _cm("B"), _cm("D")), ("A", "B", "D"))
+    out = m.handle(Received("A", tok), 130 * MS)
+    # the token goes on at once, and D (new to B) is probed in the background
+    assert [s.dst for s in _sends(out, CoordRequest)] == ["D"]
+    (probe,) = _sends(out, CoordAlive)
+    assert probe.dst == "D" and "D" in m.membership
+    m.handle(SendFailed("D", probe.msg), 300 * MS)
+    assert "D" not in m.membership
+
+
+def test_a_member_seen_gone_is_struck_and_reported_gone() -> None:
+    m = _machine("B")
+    _started(m, "A", "C")
+    m.handle(Received("A", MemberBeacon(0, 0, 1)), 390 * MS)
+    m.handle(TimerFired("tribes:beacon"), 400 * MS)  # C silent since 1 ms: gone
+    assert m.membership.names() == {"A"}
+    tok = CoordRequest("A.1.1", "A", "A", (_cm("A"), _cm("B"), _cm("C")), ("A", "B", "C"))
+    out = m.handle(Received("A", tok), 401 * MS)
+    (fwd,) = _sends(out, CoordRequest)
+    # C is struck and reported gone; with nobody after B on the route the token
+    # goes back to its leader
+    assert [x.node for x in fwd.msg.members] == ["A", "B"] and fwd.dst == "A"
+    assert [g.node for g in fwd.msg.gone] == ["C"]
+
+
+def test_direct_evidence_wins_over_a_gone_report() -> None:
+    m = _machine("B")
+    _started(m, "A", "C")
+    tok = CoordRequest("A.1.1", "A", "A", (_cm("A"), _cm("B")), ("A", "B", "C"), (_cm("C"),))
+    out = m.handle(Received("A", tok), 130 * MS)
+    (fwd,) = _sends(out, CoordRequest)
+    assert [x.node for x in fwd.msg.members] == ["A", "B", "C"] and fwd.msg.gone == ()
+
+
+def test_a_member_restarting_with_a_new_incarnation_replaces_its_old_self() -> None:
+    m = _machine("A")
+    _started(m, "B")
+    m.handle(Received("B", MemberBeacon(0, 500, 2)), 200 * MS)
+    assert m.membership.members["B"].incarnation == 2
+    out = m.handle(Received("B", MemberBeacon(0, 0, 1)), 201 * MS)
+    assert out == [] and m.membership.members["B"].incarnation == 2  # a late old beacon
+
+
+def test_application_messages_flow_during_an_election() -> None:
+    m = _machine("A")
+    _started(m, "B", "C")
+    assert m.state is State.ELECTING
+    out = m.handle(Submit("A:1", b"x", "fifo"), 121 * MS)
+    assert sorted(s.dst for s in _sends(out, AppData)) == ["B", "C"]
+    assert any(isinstance(e, Deliver) for e in out)
+
+
+def test_deliveries_continue_while_a_crash_is_being_elected() -> None:
+    sc = parse_scenario(
+        {
+            "protocol": "tribes",
+            "nodes": ["A", "B", "C", "D", "E", "F", "G", "H"],
+            "duration": "1.5s",
+            "network": {"latency": "2ms"},
+            "workload": [{"rate": 1000, "order": "fifo", "size": 10}],
+            "nemesis": [{"at": "800ms", "action": "crash", "node": "A"}],
+        }
+    )
+    res = Simulation(sc, seed=1).run()
+    t0 = min(
+        r["t"]
+        for r in res.events(kind="coord")
+        if r["t"] > 800 * MS and r["detail"]["op"] == "request"
+    )
+    t1 = max(r["t"] for r in res.events(kind="view"))
+    assert t1 - t0 > 10 * MS  # the election takes a while: rounds of 2 ms hops
+    during = [r for r in res.events(kind="deliver") if t0 < r["t"] < t1]
+    assert len(during) > 100
+
+
+def test_a_graceful_leave_is_announced_and_seen_at_once() -> None:
+    sc = parse_scenario(
+        {
+            "protocol": "tribes",
+            "nodes": ["A", "B", "C"],
+            "duration": "1s",
+            "nemesis": [{"at": "500ms", "action": "leave", "node": "A"}],
+        }
+    )
+    res = Simulation(sc, seed=1).run()
+    last = {r["node"]: (r["view"], tuple(r["members"]), r["t"]) for r in res.events(kind="view")}
+    assert last["B"][:2] == last["C"][:2] == ("B:1", ("B", "C"))
+    assert last["B"][2] < 510 * MS  # not after the drop time (250 ms)
+
+
+def test_a_beacon_overtaken_by_the_shutdown_does_not_bring_the_member_back() -> None:
+    m = _machine("B")
+    _started(m, "A", "C")
+    m.handle(Received("A", MemberShutdown(1)), 200 * MS)
+    assert "A" not in m.membership
+    assert m.handle(Received("A", MemberBeacon(0, 0, 1)), 201 * MS) == []
+    assert "A" not in m.membership
+    m.handle(Received("A", MemberBeacon(0, 300, 2)), 400 * MS)  # restarted: welcome back
+    assert m.membership.members["A"].incarnation == 2

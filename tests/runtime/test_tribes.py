@@ -1,0 +1,152 @@
+"""Tribes on the real runtime, unchanged: processes on loopback (the coordinator is
+killed with kill -9 and the survivors agree on the next one; ``ringcast status`` shows
+the view id and the coordinator), and in-process groups (``Group.leader``)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+import pytest
+
+from ringcast.cli.runtime import gather_status, status_table
+from ringcast.runtime import group as group_module
+from ringcast.runtime.cluster import spawn_node, write_cluster
+from ringcast.runtime.config import load_config
+from ringcast.runtime.group import Group
+from ringcast.trace import read_trace
+
+from .conftest import LogWatch, await_status, make_config, until
+
+NODES = ["n1", "n2", "n3", "n4"]
+LOAD = ["--rate", "100", "--size", "50"]
+
+
+def _leaders(trace: dict[str, list[object]]) -> dict[str, list[tuple[str, str]]]:
+    """Per node, its ``leader`` rows as (view id, leader), in order."""
+    import json
+
+    out: dict[str, list[tuple[str, str]]] = {}
+    rows = sorted(
+        zip(trace["node"], trace["i"], trace["kind"], trace["view"], trace["detail"], strict=True),
+        key=lambda r: (r[0], r[1]),
+    )
+    for node, _, kind, view, detail in rows:
+        if kind == "leader":
+            out.setdefault(str(node), []).append((str(view), json.loads(str(detail))["leader"]))
+    return out
+
+
+def test_coordinator_killed_survivors_agree_on_the_next(tmp_path: Path) -> None:
+    path = write_cluster(
+        tmp_path, nodes=len(NODES), protocol="tribes", trace_format="jsonl", trace_rotate="200ms"
+    )
+    cfg = load_config(path)
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    logs = {n: LogWatch(tmp_path / "logs" / f"{n}.log") for n in NODES}
+    survivors = NODES[1:]
+    try:
+        for n in NODES:
+            procs[n] = spawn_node(path, n, tmp_path / "logs", LOAD)
+        for n in NODES:
+            logs[n].wait_ready(0, 30)
+
+        async def views(nodes: list[str], want: set[str]) -> list[dict[str, object]]:
+            for n in nodes:
+                await await_status(cfg.node(n).status, 30, members=want)
+            return [r for r in await gather_status(cfg) if r["node"] in nodes]
+
+        rows = asyncio.run(views(NODES, set(NODES)))
+        assert {r["leader"] for r in rows} == {"n1"}
+        assert len({r["view"]["id"] for r in rows}) == 1  # type: ignore[index]
+        assert all(r["state"]["coordinator"] == "n1" for r in rows)  # type: ignore[index]
+        table = status_table(rows)
+        head = table.splitlines()[0].split()
+        assert head[:5] == ["node", "view", "members", "state", "leader"]
+        for line in table.splitlines()[1:]:
+            assert line.split()[4] == "n1"  # the coordinator column
+        procs["n1"].send_signal(signal.SIGKILL)
+        procs["n1"].wait(10)
+        rows = asyncio.run(views(survivors, set(survivors)))
+        assert {r["leader"] for r in rows} == {"n2"}
+        ids = {r["view"]["id"] for r in rows}  # type: ignore[index]
+        assert len(ids) == 1 and next(iter(ids)).startswith("n2:")
+        for p in (procs[n] for n in survivors):
+            p.send_signal(signal.SIGTERM)
+        for n in survivors:
+            assert procs[n].wait(20) == 0, f"{n} exited with {procs[n].returncode}"
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for w in logs.values():
+            w.close()
+    trace = read_trace(tmp_path / "trace", check_order=True).to_pydict()
+    leaders = _leaders(trace)
+    for n in survivors:
+        view, leader = leaders[n][-1]
+        assert leader == "n2" and view.startswith("n2:")
+    # every node that named a leader for a view named the same one
+    per_view: dict[str, set[str]] = {}
+    for rows_ in leaders.values():
+        for view, leader in rows_:
+            per_view.setdefault(view, set()).add(leader)
+    assert all(len(s) == 1 for s in per_view.values())
+
+
+def test_group_leader_follows_the_coordinator(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, ["A", "B", "C"], "tribes")
+
+    async def main() -> None:
+        async with AsyncExitStack() as stack:
+            gs = [await stack.enter_async_context(Group.join(cfg, n)) for n in "ABC"]
+            await asyncio.gather(
+                *(g.wait_view(lambda v: set(v.members) == {"A", "B", "C"}, 10) for g in gs)
+            )
+            assert {g.leader for g in gs} == {"A"}
+            assert len({g.view.view_id for g in gs if g.view is not None}) == 1
+            await gs[0].leave()  # the coordinator leaves
+            await asyncio.gather(*(g.wait_view(lambda v: "A" not in v.members, 10) for g in gs[1:]))
+            await until(lambda: all(g.leader == "B" for g in gs[1:]), 10, "B coordinator", *gs[1:])
+            assert gs[1].view == gs[2].view and gs[1].members == ("B", "C")
+
+    asyncio.run(main())
+
+
+LeaderChange = getattr(group_module, "LeaderChange", None)
+
+
+@pytest.mark.skipif(
+    LeaderChange is None,
+    reason="Group.events() reports leader changes once the runtime's LeaderChange event is in",
+)
+def test_group_events_report_the_coordinator_change(tmp_path: Path) -> None:
+    cfg = make_config(tmp_path, ["A", "B", "C"], "tribes")
+
+    async def main() -> None:
+        async with AsyncExitStack() as stack:
+            gs = [await stack.enter_async_context(Group.join(cfg, n)) for n in "ABC"]
+            for g in gs:
+                g.subscribe()
+            await asyncio.gather(
+                *(g.wait_view(lambda v: set(v.members) == {"A", "B", "C"}, 10) for g in gs)
+            )
+            await gs[0].leave()
+            seen: list[object] = []
+
+            async def collect(g: Group) -> None:
+                async for ev in g.events():
+                    seen.append(ev)
+                    if isinstance(ev, LeaderChange) and ev.leader == "B":  # type: ignore[arg-type]
+                        return
+
+            await asyncio.wait_for(collect(gs[1]), 10)
+            changes = [e for e in seen if isinstance(e, LeaderChange)]  # type: ignore[arg-type]
+            assert changes[-1].view_id == gs[1].view.view_id  # type: ignore[union-attr]
+            assert changes[-1].view_id.startswith("B:")  # type: ignore[union-attr]
+
+    asyncio.run(main())
