@@ -61,6 +61,11 @@ SPEC = register(
                 "duration", 500 * MS, "MERGE3 INFO period and merge check (discovery)", minimum=1
             ),
             "stable_interval": Setting("duration", 100 * MS, "STABLE digest period", minimum=1),
+            "inject_views": Setting(
+                "str",
+                "",
+                "test hook: boot views, 'A@B:5=B,A,C; B@C:5=C,A,B' (JGroups' injectView)",
+            ),
         },
         doc=__doc__ or "",
         claims=frozenset(

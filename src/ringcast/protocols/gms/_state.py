@@ -79,7 +79,7 @@ def _member_rows(state: St) -> dict[tuple[St, str], Transition[St]]:
     """What every member state does alike: the data path, views arriving, discovery
     answers, the failure detector, merge information."""
     stay = (state,)
-    view = (*_VIEW_TARGETS, St.LEAVING)
+    view = _VIEW_TARGETS
     return {
         (state, "FIND_MBRS"): _t("answer_find_mbrs", *stay),
         (state, "FIND_MBRS_RSP"): _t(IGNORE, *stay),
@@ -104,7 +104,7 @@ def _member_rows(state: St) -> dict[tuple[St, str], Transition[St]]:
         (state, "VIEW_ACK"): _t("on_view_ack", *stay),
         (state, "MERGE_RSP"): _t(IGNORE, *stay),
         (state, "ack_timer"): _t("ack_tick", *stay),
-        (state, "merge_timer"): _t("merge_check", *stay),
+        (state, "merge_timer"): _t("merge_check", *stay, St.INSTALLING, St.COORDINATOR),
         (state, "join_timer"): _t(IGNORE, *stay),
         (state, "discovery_timer"): _t(IGNORE, *stay),
         (state, "leave_timer"): _t(IGNORE, *stay),
@@ -159,6 +159,9 @@ PARTICIPANT = TransitionTable(
         (St.PARTICIPANT, "stop"): _t("leave", St.LEAVING, St.LEFT),
         (St.PARTICIPANT, "JOIN"): _t("refuse_join", St.PARTICIPANT),
         (St.PARTICIPANT, "LEAVE"): _t(IGNORE, St.PARTICIPANT),
+        (St.PARTICIPANT, "MERGE_RSP"): _t(
+            "on_merge_rsp", St.PARTICIPANT, St.COORDINATOR, St.INSTALLING
+        ),
     },
     states=(St.PARTICIPANT, St.COORDINATOR, St.INSTALLING, St.LEAVING, St.LEFT),
     events=EVENTS,

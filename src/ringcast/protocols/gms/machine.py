@@ -168,6 +168,8 @@ class GmsMachine:
         self.timers_armed = False
         self.data = Nakack(ctx.node_id, xmit_interval=self.rto)
         self.dropped = 0
+        self.foreign_changed = 0
+        self.injected = parse_injected(str(s.get("inject_views", "")), ctx.node_id)
 
     # ------------------------------------------------------------ dispatch
 
@@ -247,7 +249,7 @@ class GmsMachine:
             self._discover("", None, out)
         else:
             members = self.initial
-            v = GView(members[0], 1, members)
+            v = self.injected or GView(members[0], 1, members)
             self._install(v, out)
         out.append(self._status())
 
@@ -258,7 +260,7 @@ class GmsMachine:
         out.append(SetTimer(TIMER_OF["fd_timer"], self.suspect_interval))
         out.append(SetTimer(TIMER_OF["stable_timer"], self.stable_interval))
         out.append(SetTimer(TIMER_OF["info_timer"], self._jitter()))
-        out.append(SetTimer(TIMER_OF["merge_timer"], self.merge_interval))
+        out.append(SetTimer(TIMER_OF["merge_timer"], self.merge_interval // 2))
 
     def _jitter(self) -> int:
         return int(self.merge_interval * (0.5 + 0.5 * self.rng.random()))
@@ -762,7 +764,7 @@ class GmsMachine:
     def _leave(self, src: str, arg: Any, out: list[Effect]) -> None:
         view = self.view
         assert view is not None
-        if self._am_coord():
+        if self._am_coord() or view.members[0] == self.node_id:
             base = self.install.view if self.install is not None else view
             members = [m for m in base.members if m != self.node_id]
             self.install = None
@@ -791,8 +793,15 @@ class GmsMachine:
         v = parse_view(msg.view_id, msg.members)
         if type(msg) is M.ViewMsg:
             out.append(Send(src, M.ViewAck(v.view_id)))
-        if self.node_id not in v and self.install is None:
+        if self.install is not None:
+            return  # a leaving coordinator finishes its own installation first
+        if self.node_id not in v:
             self.state = St.LEFT
+            return
+        if self.view is not None and v.key > self.view.key:
+            # Still a member of a newer view: leave that one (its coordinator may be us).
+            self._install(v, out)
+            self._leave("", None, out)
 
     def _leaver_prepare(self, src: str, msg: M.PrepareView, out: list[Effect]) -> None:
         v = parse_view(msg.view_id, msg.members)
@@ -818,31 +827,67 @@ class GmsMachine:
     def _on_info(self, src: str, msg: M.MergeInfo, out: list[Effect]) -> None:
         parse_id(msg.view_id)
         parse_id(format_id(msg.coord, 0))
+        old = self.info.get(src)
+        if (
+            self.view is not None
+            and src not in self.view
+            and (old is None or old[1] != msg.view_id)
+        ):
+            self.foreign_changed = self.now
         self.info[src] = (self.now, msg.view_id, msg.coord)
 
     def _merge_check(self, src: str, arg: Any, out: list[Effect]) -> None:
-        out.append(SetTimer(TIMER_OF["merge_timer"], self.merge_interval))
+        """MERGE3's check: lead a merge of every view heard of that is not this one.
+
+        A coordinator leads when it heard of members outside its view, under other
+        coordinators, and none of those coordinators is smaller than itself. A
+        participant whose own coordinator reports another view, when no node heard
+        of is the coordinator of the view it reports (JGRP-2092: everybody names
+        somebody else), leads if it is the smallest node those views name first.
+        The leader waits until no new foreign view was heard for a whole
+        ``merge_interval`` (every member sends INFO at least that often), so that it
+        merges everything reachable at once: no partial merges.
+        """
+        out.append(SetTimer(TIMER_OF["merge_timer"], self.merge_interval // 2))
         view = self.view
-        if view is None or self.state is not St.COORDINATOR:
+        if view is None or self.state not in (St.COORDINATOR, St.PARTICIPANT):
             return
         now = self.now
         if self.merge is not None:
+            if now - self.merge.started < self.merge_interval:
+                return
             out.append(Record.of("merge_cancelled", merge=self.merge.merge_id, reason="timeout"))
             self.merge = None
         if self.merge_lock is not None and self.merge_lock[1] > now:
             return
         window = now - 2 * self.merge_interval
         self.info = {n: e for n, e in self.info.items() if e[0] >= window}
-        foreign = {
-            n: e
-            for n, e in self.info.items()
-            if n not in view and e[1] != view.view_id and e[2] != self.node_id
-        }
-        if not foreign:
-            return
-        coords = {n for n, e in foreign.items() if e[2] == n}
-        if any(c < self.node_id for c in coords):
-            return  # a smaller coordinator leads this merge
+        if self.state is St.COORDINATOR:
+            foreign = {
+                n: e
+                for n, e in self.info.items()
+                if n not in view and e[1] != view.view_id and e[2] != self.node_id
+            }
+            if not foreign:
+                return
+            coords = {n for n, e in foreign.items() if e[2] == n}
+            if any(c < self.node_id for c in coords):
+                return  # a smaller coordinator leads this merge
+        else:
+            mine = self.info.get(view.members[0])
+            if mine is None or mine[1] == view.view_id:
+                return  # my coordinator is alive and in my view (or unheard: FD's business)
+            if any(e[2] == n for n, e in self.info.items()):
+                return  # an actual coordinator exists: it leads
+            named = {e[2] for e in self.info.values()} | {view.members[0]}
+            reachable = {n for n in named if n in self.info or n == self.node_id}
+            if not reachable or min(reachable) != self.node_id:
+                return
+            foreign = {n: e for n, e in self.info.items() if e[1] != view.view_id}
+            if not foreign:
+                return
+        if now - self.foreign_changed < self.merge_interval:
+            return  # wait until every reachable member has been heard
         self.merges += 1
         mid = f"{self.node_id}:{self.merges}"
         self.merge = _Merge(mid, set(foreign), started=now)
@@ -889,7 +934,8 @@ class GmsMachine:
         for v in mg.views.values():
             subgroups.setdefault(v.view_id, v)
         responders = set(mg.views)
-        members = [m for m in view.members if m not in self.suspects]
+        members = [self.node_id]
+        members += [m for m in view.members if m not in self.suspects and m != self.node_id]
         members += sorted(responders - set(members))
         floor = max(v.counter for v in subgroups.values())
         out.append(
@@ -902,6 +948,8 @@ class GmsMachine:
                 ],
             )
         )
+        if self.state is St.PARTICIPANT:
+            self.state = St.COORDINATOR  # a JGRP-2092 merge led by a participant
         self._cast(members, out, floor=floor, why=f"merge {mg.merge_id}")
 
     # ------------------------------------------------------------ data path
@@ -945,3 +993,28 @@ class GmsMachine:
         elif w.key < view.key and self._am_coord() and src in view:
             out.append(Record.of("resend_view", view=view.view_id, reason=f"digest of {src}"))
             self._resend_view((src,), out)
+
+
+def parse_injected(text: str, node: str) -> GView | None:
+    """The view the setting ``inject_views`` gives ``node`` at boot, if any.
+
+    ``"A@B:5=B,A,C; B@C:5=C,A,B"``: node A boots in view ``B:5`` with members B, A, C,
+    node B in ``C:5``. A test hook, as JGroups' tests inject views (``GMS.installView``),
+    to start a scenario from an inconsistent state (JGRP-2092)."""
+    found = None
+    for i, part in enumerate(p.strip() for p in text.split(";")):
+        if not part:
+            continue
+        try:
+            who, _, rest = part.partition("@")
+            vid, _, members = rest.partition("=")
+            v = parse_view(vid.strip(), tuple(m.strip() for m in members.split(",")))
+        except BadField as e:
+            raise ValueError(f"inject_views[{i}] {part!r}: {e}") from None
+        if not who.strip() or not vid or not members:
+            raise ValueError(f"inject_views[{i}] {part!r}: expected node@coord:counter=m1,m2,...")
+        if who.strip() == node:
+            if node not in v:
+                raise ValueError(f"inject_views[{i}] {part!r}: {node} is not in its view")
+            found = v
+    return found
