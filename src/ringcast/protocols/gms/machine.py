@@ -223,8 +223,8 @@ class GmsMachine:
         try:
             getattr(self, "_" + tr.action)(src, arg, out)
         except BadField as e:
-            self.dropped += 1
             out.append(Record.of("drop", src=src, reason=f"{ev}: {e}"))
+        self.dropped += sum(1 for e in out if type(e) is Record and e.kind == "drop")
         bad = table.check(before, ev, self.state)
         if bad is not None:
             out.append(bad)
