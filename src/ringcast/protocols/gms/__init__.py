@@ -61,6 +61,11 @@ SPEC = register(
                 "duration", 500 * MS, "MERGE3 INFO period and merge check (discovery)", minimum=1
             ),
             "stable_interval": Setting("duration", 100 * MS, "STABLE digest period", minimum=1),
+            "commit_delay": Setting(
+                "duration",
+                0,
+                "test hook: two_phase pause between the last VIEW_ACK and COMMIT_VIEW",
+            ),
             "inject_views": Setting(
                 "str",
                 "",

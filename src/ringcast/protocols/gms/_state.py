@@ -64,6 +64,7 @@ EVENTS = (
     "merge_timer",
     "leave_timer",
     "stable_timer",
+    "commit_timer",
 )
 
 # An accepted view (VIEW, COMMIT_VIEW, JoinRsp, a digest's view) can make any member
@@ -108,6 +109,7 @@ def _member_rows(state: St) -> dict[tuple[St, str], Transition[St]]:
         (state, "join_timer"): _t(IGNORE, *stay),
         (state, "discovery_timer"): _t(IGNORE, *stay),
         (state, "leave_timer"): _t(IGNORE, *stay),
+        (state, "commit_timer"): _t(IGNORE, *stay),
     }
 
 
@@ -185,6 +187,7 @@ _COORD = {
     (St.INSTALLING, "LEAVE"): _t("queue_leave", St.INSTALLING),
     (St.INSTALLING, "VIEW_ACK"): _t("on_view_ack", St.INSTALLING, St.COORDINATOR, St.PARTICIPANT),
     (St.INSTALLING, "ack_timer"): _t("ack_tick", St.INSTALLING, St.COORDINATOR, St.PARTICIPANT),
+    (St.INSTALLING, "commit_timer"): _t("commit_delayed", St.COORDINATOR, St.PARTICIPANT),
 }
 for _s in (St.COORDINATOR, St.INSTALLING):
     for _e in ("SUSPECT", "suspected", "fd_timer"):
@@ -213,6 +216,7 @@ LEAVER = TransitionTable(
     {
         (St.LEAVING, "VIEW_ACK"): _t("on_view_ack", St.LEAVING, St.LEFT),
         (St.LEAVING, "ack_timer"): _t("ack_tick", St.LEAVING, St.LEFT),
+        (St.LEAVING, "commit_timer"): _t("commit_delayed", St.LEFT),
         (St.LEAVING, "leave_timer"): _t("leave_tick", St.LEAVING, St.LEFT),
         (St.LEAVING, "VIEW"): _t("leaver_view", St.LEAVING, St.LEFT),
         (St.LEAVING, "COMMIT_VIEW"): _t("leaver_view", St.LEAVING, St.LEFT),
@@ -232,6 +236,7 @@ LEAVER = TransitionTable(
                 "PREPARE_VIEW",
                 "SUSPECT",
                 "STATUS_VIEW",
+                "commit_timer",
             )
         },
         **{(St.LEFT, e): _t(IGNORE, St.LEFT) for e in EVENTS},

@@ -98,6 +98,7 @@ TIMERS = {
     "gms:merge": "merge_timer",
     "gms:leave": "leave_timer",
     "gms:stable": "stable_timer",
+    "gms:commit": "commit_timer",
 }
 TIMER_OF = {v: k for k, v in TIMERS.items()}
 
@@ -137,6 +138,7 @@ class GmsMachine:
         self.discovery_timeout = int(s["discovery_timeout"])
         self.merge_interval = int(s["merge_interval"])
         self.stable_interval = int(s["stable_interval"])
+        self.commit_delay = int(s.get("commit_delay", 0))
         self.rng = random.Random(ctx.seed)
         self.boot = int(ctx.storage.get(BOOTS_KEY, b"0")) + 1
         self.max_counter = int(ctx.storage.get(COUNTER_KEY, b"0"))
@@ -422,6 +424,26 @@ class GmsMachine:
         """two_phase: every member prepared: COMMIT_VIEW to all, JoinRsp to joiners."""
         inst = self.install
         assert inst is not None
+        if self.commit_delay and not inst.committed:
+            # test hook: hold the second phase (a process test kills the coordinator now)
+            inst.committed = True
+            out.append(CancelTimer(TIMER_OF["ack_timer"]))
+            out.append(SetTimer(TIMER_OF["commit_timer"], self.commit_delay))
+            out.append(
+                StateChanged.of(
+                    **self._status().fields, phase="prepared", pending=inst.view.view_id
+                )
+            )
+            return
+        self._commit_now(out)
+
+    def _commit_delayed(self, src: str, arg: Any, out: list[Effect]) -> None:
+        if self.install is not None and self.install.committed:
+            self._commit_now(out)
+
+    def _commit_now(self, out: list[Effect]) -> None:
+        inst = self.install
+        assert inst is not None
         v = inst.view
         inst.committed = True
         commit = M.CommitView(v.view_id, v.members)
@@ -502,6 +524,7 @@ class GmsMachine:
         inst = self.install
         joiners = inst.joiners if inst else ()
         self.install = None
+        out.append(CancelTimer(TIMER_OF["commit_timer"]))
         if self.view is not None and self.node_id in self.view:
             self.state = St.COORDINATOR
         if not members or (members == [self.node_id] and self.state is St.LEAVING):
@@ -607,10 +630,11 @@ class GmsMachine:
             if node in view or (pending is not None and node in pending):
                 self.suspects.add(node)
                 if inst is not None:
-                    if self.mode == "two_phase" and node in inst.view:
-                        members = [m for m in inst.view.members if m != node]
-                        self._restart(members, out, why=f"suspect {node} during phase one")
-                        return
+                    if self.mode == "two_phase":
+                        if node in inst.view:
+                            members = [m for m in inst.view.members if m != node]
+                            self._restart(members, out, why=f"suspect {node} during phase one")
+                        return  # otherwise the view being installed excludes it already
                     inst.missing_acks.discard(node)
                     if not inst.missing_acks:
                         self._finish(out)
@@ -863,10 +887,15 @@ class GmsMachine:
         window = now - 2 * self.merge_interval
         self.info = {n: e for n, e in self.info.items() if e[0] >= window}
         if self.state is St.COORDINATOR:
+            # A member outside this view that still names this node its coordinator is
+            # an orphan (it missed the view that excluded it, or started after it): acks
+            # and two_phase merge it back; plain keeps the MERGE2-era rule of JGroups
+            # before JGRP-136, where only other coordinators' views count.
+            orphans = self.mode != "plain"
             foreign = {
                 n: e
                 for n, e in self.info.items()
-                if n not in view and e[1] != view.view_id and e[2] != self.node_id
+                if n not in view and e[1] != view.view_id and (orphans or e[2] != self.node_id)
             }
             if not foreign:
                 return
