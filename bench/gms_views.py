@@ -14,7 +14,8 @@ Simulated (virtual time, 1 ms +-0.25 ms links, no loss), group sizes 3 to 64:
 
 On loopback (``--processes``): n real processes (``ringcast node``); one participant
 is killed with kill -9 and the survivors' traces give the time from the coordinator
-casting the view to the last survivor installing it.
+casting the view to the last survivor installing it (heartbeat_misses = 40, so that
+processes starting a second apart do not exclude each other).
 
     python bench/gms_views.py [--sizes 3,8,16,32,64] [--modes plain,acks,two_phase]
                               [--processes 3,4,5] [--seeds 3]
@@ -195,7 +196,11 @@ def loopback(counts: list[int], modes: list[str], seeds: int) -> None:
             for _ in range(seeds):
                 with tempfile.TemporaryDirectory() as d:
                     path = write_cluster(
-                        Path(d), nodes=n, protocol="gms", settings={"view_install": mode},
+                        Path(d), nodes=n, protocol="gms",
+                        # processes start up to a second apart: a longer suspicion
+                        # timeout keeps them from excluding each other at start
+                        # (plain never merges such a member back)
+                        settings={"view_install": mode, "heartbeat_misses": 40},
                         trace_format="jsonl",
                     )  # fmt: skip
                     cfg = load_config(path)
