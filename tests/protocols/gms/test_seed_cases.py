@@ -142,3 +142,14 @@ def test_no_mode_breaks_safety_in_the_cases(case: str, mode: str) -> None:
     """The failures are of liveness and agreement over time, never of a view id
     named with two member lists, two leaders, a duplicate or a FIFO inversion."""
     assert checks.safety(run(case, mode)) == []
+
+
+def test_case_b_acks_resends_the_view_on_a_suspect_of_a_non_member() -> None:
+    """With the digests out of the way, solution 2's first half alone fixes case B:
+    SUSPECT(A) reaches B, A is not in B's view, B resends it."""
+    rows = run(CASE_B, "acks", stable_interval="10s")
+    assert checks.safety(rows) == []
+    assert checks.convergence(rows, {"B", "C"}) == []
+    resent = checks.records(rows, "resend_view", "B")
+    assert resent and resent[0]["detail"]["reason"] == "suspect A"
+    assert checks.records(rows, "digest_view") == []
