@@ -133,3 +133,45 @@ def register_tribes_lazy() -> None:
             trace_kinds=SPEC.trace_kinds,
         )
     )
+
+
+GMS_NO_STATUS = "gms_no_status"
+
+
+def register_gms_no_status() -> None:
+    """Register GMS with a bug switched on: no member ever answers STATUS_VIEW, so a
+    participant that prepared a view and missed its COMMIT_VIEW (seed 004, case C in
+    two_phase) waits for ever. Idempotent, like :func:`register_arrival`."""
+    if GMS_NO_STATUS in registry.names():
+        return
+    from ringcast.layers import HeartbeatDetector, Stack
+    from ringcast.protocols.gms import SPEC, GmsMachine
+
+    class NoStatusGms(GmsMachine):
+        def _on_status_view(self, src, msg, out):  # type: ignore[no-untyped-def]
+            return None
+
+    def factory(ctx):  # type: ignore[no-untyped-def]
+        s = SPEC.resolve_settings(ctx.settings)
+        return Stack(
+            NoStatusGms(ctx, s),
+            detector=HeartbeatDetector(
+                ctx.node_id,
+                ctx.peers,
+                interval=s["heartbeat_interval"],
+                misses=s["heartbeat_misses"],
+            ),
+        )
+
+    registry.register(
+        registry.ProtocolSpec(
+            GMS_NO_STATUS,
+            factory,
+            settings=dict(SPEC.settings),
+            doc="GMS never answering STATUS_VIEW",
+            claims=SPEC.claims,
+            order_scope=SPEC.order_scope,
+            total_orders=SPEC.total_orders,
+            trace_kinds=SPEC.trace_kinds,
+        )
+    )

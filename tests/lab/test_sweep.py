@@ -202,3 +202,47 @@ def test_totem_never_answering_rtr_is_caught_by_a_sweep(spark: Any, no_rtr_swept
     good, bad = groups["totem"], groups[lab_buggy.TOTEM_NO_RTR]
     assert good["retransmits"] > 0 and bad["retransmits"] == 0
     assert bad["messages_per_s"] < good["messages_per_s"] / 4
+
+
+CASE_C = Path(__file__).resolve().parents[2] / "scenarios" / "gms" / "case_c_old_coord_crashes.toml"
+
+
+@pytest.fixture(scope="module")
+def no_status_swept(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Seed 004's case C, two_phase, run by GMS and by GMS with the planted bug
+    (:func:`lab_buggy.register_gms_no_status`), on a 2 % lossy network, three seeds."""
+    lab_buggy.register_gms_no_status()
+    d = tmp_path_factory.mktemp("no_status")
+    text = CASE_C.read_text()
+    (d / "gms.toml").write_text(text)
+    buggy = text.replace('protocol = "gms"', f'protocol = "{lab_buggy.GMS_NO_STATUS}"')
+    (d / "buggy.toml").write_text(buggy.replace('"gms_case_c"', '"gms_case_c_no_status"'))
+    (d / "sweep.toml").write_text(
+        'name = "no_status"\nscenarios = ["gms.toml", "buggy.toml"]\nseeds = 3\n'
+        '[grid]\n"network.loss" = [0.02]\n"settings.view_install" = ["two_phase"]\n'
+    )
+    out = d / "out"
+    run_sweep(
+        spark, load_sweep(d / "sweep.toml"), out, partitions=2,
+        setup=lab_buggy.register_gms_no_status,
+    )  # fmt: skip
+    return out
+
+
+def test_gms_never_answering_status_view_is_caught_by_a_sweep(
+    spark: Any, no_status_swept: Path
+) -> None:
+    doc = check_paths(spark, [no_status_swept])
+    assert doc["ok"] is False
+    props = doc["properties"]
+    conv = props["convergence"]
+    assert conv["status"] == "violated"
+    assert conv["protocols"]["gms"] == {"claimed": True, "runs_checked": 3, "violations": 0}
+    assert conv["protocols"][lab_buggy.GMS_NO_STATUS]["runs_violated"] == 3
+    for c in conv["counterexamples"]:
+        assert c["protocol"] == lab_buggy.GMS_NO_STATUS
+        assert c["run"].startswith("gms_case_c_no_status@")
+    # nothing else is blamed on either, and GMS holds everything it claims
+    assert {n for n, p in props.items() if p["status"] == "violated"} == {"convergence"}
+    for name in ("view_agreement", "leader_agreement", "integrity", "fifo"):
+        assert props[name]["protocols"]["gms"]["violations"] == 0

@@ -94,7 +94,7 @@ def _await(logs: dict[str, LogWatch], want: dict[str, set[str]], timeout: float,
         )
 
 
-@pytest.mark.parametrize("protocol", [p for p in PROTOCOLS if p in ("basic", "totem")])
+@pytest.mark.parametrize("protocol", [p for p in PROTOCOLS if p in ("basic", "totem", "gms")])
 def test_link_down_partition_then_heal(
     tmp_path: Path, bridge_lab: dict[str, str], protocol: str
 ) -> None:

@@ -211,3 +211,38 @@ def test_oversized_datagrams_are_dropped_like_udp() -> None:
         workload=[{"nodes": ["A"], "rate": 10, "count": 4, "size": 1000, "order": "fifo"}],
     )
     assert len(ok.events("deliver", "B")) == 4
+
+
+def test_cut_is_one_way_until_heal() -> None:
+    res = run(
+        nemesis=[
+            {"at": "300ms", "action": "cut", "from": ["A"], "to": ["B"]},
+            {"at": "600ms", "action": "heal"},
+        ]
+    )
+    b = [r["t"] for r in got(res, "B")]
+    assert not [t for t in b if 303 * MS <= t <= 600 * MS]
+    assert [t for t in b if t > 600 * MS]
+    c = [r["t"] for r in got(res, "C")]
+    assert [t for t in c if 303 * MS <= t <= 600 * MS]  # only A -> B was cut
+    cut = [f for f in res.events("fault") if f["detail"]["action"] == "cut"]
+    assert {f["node"] for f in cut} == {"A", "B"}
+
+
+def test_leave_with_linger_stays_up_then_is_gone() -> None:
+    res = run(nemesis=[{"at": "600ms", "action": "leave", "node": "C", "linger": "100ms"}])
+    assert res.events("stopping", "C")[0]["t"] == 600 * MS
+    c = [r["t"] for r in got(res, "C")]
+    assert [t for t in c if 600 * MS < t <= 700 * MS]
+    assert max(c) <= 700 * MS
+    (stats,) = res.events("stats", "C")
+    assert stats["detail"]["state"] == "left"
+
+
+def test_cut_names_unknown_nodes() -> None:
+    import pytest
+
+    from ringcast.sim.scenario import ScenarioError
+
+    with pytest.raises(ScenarioError, match=r"nemesis\[0\].to.*unknown node 'Z'"):
+        run(nemesis=[{"at": "1ms", "action": "cut", "from": ["A"], "to": ["Z"]}])

@@ -30,6 +30,7 @@ ACTIONS = (
     "link_up",
     "join",
     "leave",
+    "cut",
 )
 WORKLOAD_KINDS = ("multicast", "lock")
 DEFAULT_LATENCY = Latency("constant", value=1_000_000)
@@ -102,6 +103,9 @@ class Action:
     node: str | None = None
     groups: tuple[tuple[str, ...], ...] = ()
     network: int | None = None
+    linger: int = 0
+    cut_from: tuple[str, ...] = ()
+    cut_to: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -333,6 +337,22 @@ def _parse_action(raw: Any, all_nodes: tuple[str, ...], networks: int, where: st
             raise _err(
                 t.path("network"), f"network {network} does not exist (networks = {networks})"
             )
+    linger = 0
+    if action == "leave":
+        linger = _duration(t, "linger", 0) or 0
+    cut_from: tuple[str, ...] = ()
+    cut_to: tuple[str, ...] = ()
+    if action == "cut":
+        for key in ("from", "to"):
+            if not t.has(key):
+                raise _err(t.path(key), "required for cut (a list of nodes)")
+            lst = _node_list(t.get(key), t.path(key))
+            for n in lst:
+                _known(n, all_nodes, t.path(key))
+            if key == "from":
+                cut_from = lst
+            else:
+                cut_to = lst
     if action == "partition":
         raw_groups = t.get("groups")
         if not isinstance(raw_groups, list) or len(raw_groups) < 2:
@@ -349,7 +369,7 @@ def _parse_action(raw: Any, all_nodes: tuple[str, ...], networks: int, where: st
             parsed.append(grp)
         groups = tuple(parsed)
     t.done()
-    return Action(at, action, node, groups, network)
+    return Action(at, action, node, groups, network, linger, cut_from, cut_to)
 
 
 def _check_schedule(sc: Scenario) -> None:

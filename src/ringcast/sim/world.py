@@ -94,6 +94,7 @@ class Simulation:
             )
         self._component: dict[str, int] = dict.fromkeys(scenario.all_nodes, 0)
         self._links_down: set[tuple[str, int]] = set()
+        self._cuts: set[tuple[str, str]] = set()  # one-way cuts (asymmetric partitions)
         self._links: dict[tuple[str, str], _Link] = {}
         # (src, dst, message class) -> the link of that class, for rules with ``match``
         self._class_links: dict[tuple[str, str, str], _Link] = {}
@@ -280,6 +281,7 @@ class Simulation:
             self._component[src] != self._component[dst]
             or (src, net) in self._links_down
             or (dst, net) in self._links_down
+            or (self._cuts and (src, dst) in self._cuts)
         ):
             node.lost += 1
             return
@@ -410,7 +412,14 @@ class Simulation:
 
     def _nemesis(self, a: Action) -> None:
         act = a.action
+        if act == "cut":
+            self._cuts.update((s, d) for s in a.cut_from for d in a.cut_to if s != d)
+            for n in sorted({*a.cut_from, *a.cut_to}):
+                self._fault(n, a, cut_from=list(a.cut_from), cut_to=list(a.cut_to))
+            return
         if act in ("partition", "heal"):
+            if act == "heal":
+                self._cuts.clear()
             if act == "partition":
                 listed = {n for g in a.groups for n in g}
                 for gi, g in enumerate(a.groups, start=1):
@@ -457,6 +466,17 @@ class Simulation:
         elif act == "leave":
             if node.state is UP:
                 self._feed(node, Stop())
+            if a.linger and node.state is UP:
+                # A graceful leave that lets the machine finish its leave protocol
+                # (say, wait for view acknowledgements) before the process is gone.
+                self.sched.call_at(
+                    self.sched.now + a.linger, self._linger_end, node, node.incarnation
+                )
+            else:
+                self._halt(node, LEFT)
+
+    def _linger_end(self, node: SimNode, incarnation: int) -> None:
+        if node.incarnation == incarnation and node.state is not LEFT:
             self._halt(node, LEFT)
 
     def _halt(self, node: SimNode, state: str) -> None:

@@ -1,0 +1,1049 @@
+"""The GMS machine: coordinator-based membership with reliable view installation.
+
+Seed 004 (JGroups JGRP-136, "Reliable view installation") in its three modes
+(``view_install``):
+
+* ``plain``: a view is a message (VIEW), retransmitted by its sender until acknowledged
+  or until the sender is excluded; a leaving coordinator casts the view without itself
+  and is gone. JGroups before JGRP-136: the seed's cases A-D fail.
+* ``acks``: the seed's SOLUTION 1 and 2. castViewChange fills missing_acks and blocks
+  (further requests are queued) until every member sent VIEW_ACK, a SUSPECT removed it,
+  or view_ack_collection_timeout passed; a SUSPECT(P) for a P outside the view makes
+  the coordinator resend its view; the view rides in the STABLE digest, and a member
+  that sees a greater view it would be coordinator of installs and casts it.
+* ``two_phase``: the seed's "Two-Phase View installation": PREPARE_VIEW, VIEW_ACKs,
+  COMMIT_VIEW; a SUSPECT during the first phase restarts it without the suspect; a
+  participant that prepared and sees no commit asks with STATUS_VIEW and whoever
+  committed answers COMMIT_VIEW; the second in line takes over when the coordinator is
+  suspected and restarts the first phase (or the second, resending COMMIT_VIEW of the
+  view it committed).
+
+Failure detection is JGroups' FD ring: the heartbeat layer reports every silent peer,
+but a member acts only on its successors in its view (its ping_dest), multicasting
+SUSPECT for them to the group every ``suspect_interval`` while they remain in its view.
+Merging follows MERGE3: every member multicasts INFO (view id, coordinator) every
+``merge_interval``; a coordinator that heard of members outside its view, under another
+coordinator, and is the smallest of the coordinators it heard from, asks every such
+member for its view and installs one merge view of all of them (or none: no partial
+merges). The data path is :mod:`ringcast.protocols.gms.nakack`.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from ringcast.core.effects import (
+    CancelTimer,
+    Effect,
+    InstallView,
+    LeaderChanged,
+    Multicast,
+    Persist,
+    Record,
+    Send,
+    SetTimer,
+    StateChanged,
+)
+from ringcast.core.events import (
+    Event,
+    Received,
+    Start,
+    Stop,
+    Submit,
+    Suspected,
+    TimerFired,
+    Unsuspected,
+)
+from ringcast.core.fsm import IGNORE
+from ringcast.core.ids import View
+from ringcast.core.machine import MachineContext
+from ringcast.protocols.gms import _messages as M
+from ringcast.protocols.gms._state import MEMBER_STATES, TABLES, St
+from ringcast.protocols.gms._views import BadField, GView, format_id, id_key, parse_id, parse_view
+from ringcast.protocols.gms.nakack import Nakack
+
+MODES = ("plain", "acks", "two_phase")
+BOOTS_KEY = "gms.boots"
+COUNTER_KEY = "gms.counter"
+KEEP_INSTALLED = 32  # committed views remembered to answer STATUS_VIEW
+
+EVENT_OF_MSG: dict[type, str] = {
+    M.FindMbrs: "FIND_MBRS",
+    M.FindMbrsRsp: "FIND_MBRS_RSP",
+    M.Join: "JOIN",
+    M.JoinRsp: "JOIN_RSP",
+    M.Leave: "LEAVE",
+    M.Suspect: "SUSPECT",
+    M.ViewMsg: "VIEW",
+    M.ViewAck: "VIEW_ACK",
+    M.PrepareView: "PREPARE_VIEW",
+    M.CommitView: "COMMIT_VIEW",
+    M.StatusView: "STATUS_VIEW",
+    M.MergeInfo: "INFO",
+    M.MergeReq: "MERGE_REQ",
+    M.MergeRsp: "MERGE_RSP",
+    M.Msg: "MSG",
+    M.XmitReq: "XMIT_REQ",
+    M.Stable: "STABLE",
+}
+TIMERS = {
+    "gms:discovery": "discovery_timer",
+    "gms:join": "join_timer",
+    "gms:fd": "fd_timer",
+    "gms:ack": "ack_timer",
+    "gms:status": "status_timer",
+    "gms:info": "info_timer",
+    "gms:merge": "merge_timer",
+    "gms:leave": "leave_timer",
+    "gms:stable": "stable_timer",
+    "gms:commit": "commit_timer",
+}
+TIMER_OF = {v: k for k, v in TIMERS.items()}
+
+
+@dataclass(slots=True)
+class _Install:
+    """A view change the coordinator is casting (castViewChange)."""
+
+    view: GView
+    old: tuple[str, ...]  # the members of the view it replaces (they hear of it too)
+    joiners: tuple[str, ...]
+    missing_acks: set[str]
+    deadline: int
+    committed: bool = False
+
+
+@dataclass(slots=True)
+class _Merge:
+    merge_id: str
+    waiting: set[str]
+    views: dict[str, GView] = field(default_factory=dict)
+    started: int = 0
+
+
+class GmsMachine:
+    def __init__(self, ctx: MachineContext, s: dict[str, Any]):
+        mode = s.get("view_install", "two_phase")
+        if mode not in MODES:
+            raise ValueError(f"view_install: {mode!r} is not one of {', '.join(MODES)}")
+        self.mode = mode
+        self.node_id = ctx.node_id
+        self.rto = int(s["rto"])
+        self.ack_timeout = int(s["view_ack_collection_timeout"])
+        self.status_timeout = int(s["status_timeout"])
+        self.suspect_interval = int(s["suspect_interval"])
+        self.join_timeout = int(s["join_timeout"])
+        self.discovery_timeout = int(s["discovery_timeout"])
+        self.merge_interval = int(s["merge_interval"])
+        self.stable_interval = int(s["stable_interval"])
+        self.commit_delay = int(s.get("commit_delay", 0))
+        self.rng = random.Random(ctx.seed)
+        self.boot = int(ctx.storage.get(BOOTS_KEY, b"0")) + 1
+        self.max_counter = int(ctx.storage.get(COUNTER_KEY, b"0"))
+        self.joining = ctx.joining or self.boot > 1 or ctx.node_id not in ctx.members
+        self.initial = tuple(ctx.members)
+        self.state = St.DISCOVERING if self.joining else St.PARTICIPANT
+        self.view: GView | None = None
+        self.installed: dict[str, GView] = {}
+        self.now = 0
+        # failure detection (FD ring over the heartbeat layer) and suspicions
+        self.local_suspects: set[str] = set()
+        self.suspects: set[str] = set()
+        self.announced: set[str] = set()
+        # client
+        self.responses: dict[str, tuple[str, tuple[int, str]]] = {}
+        self.join_attempts = 0
+        # two-phase participant
+        self.prepared: GView | None = None
+        # coordinator
+        self.install: _Install | None = None
+        self.q_joins: set[str] = set()
+        self.q_leaves: set[str] = set()
+        self.plain_retx: dict[str, tuple[Any, set[str]]] = {}
+        # merge
+        self.info: dict[str, tuple[int, str, str]] = {}
+        self.merge: _Merge | None = None
+        self.merge_lock: tuple[str, int] | None = None
+        self.merges = 0
+        self.timers_armed = False
+        self.data = Nakack(ctx.node_id, xmit_interval=self.rto)
+        self.dropped = 0
+        self.foreign_changed = 0
+        self.injected = parse_injected(str(s.get("inject_views", "")), ctx.node_id)
+
+    # ------------------------------------------------------------ dispatch
+
+    def handle(self, event: Event, now: int) -> list[Effect]:
+        self.now = now
+        out: list[Effect] = []
+        tp = type(event)
+        src = ""
+        arg: Any = None
+        if tp is Received:
+            assert isinstance(event, Received)
+            ev = EVENT_OF_MSG.get(type(event.msg))
+            if ev is None:
+                self.dropped += 1
+                return [
+                    Record.of(
+                        "drop", src=event.src, reason=f"foreign message {type(event.msg).__name__}"
+                    )
+                ]
+            src, arg = event.src, event.msg
+        elif tp is TimerFired:
+            assert isinstance(event, TimerFired)
+            ev = TIMERS.get(event.name)
+            if ev is None:
+                return []
+        elif tp is Start:
+            self._boot(out)
+            return out
+        elif tp is Stop:
+            ev = "stop"
+        elif tp is Submit:
+            ev, arg = "submit", event
+        elif tp is Suspected:
+            assert isinstance(event, Suspected)
+            ev, arg = "suspected", event.node
+        elif tp is Unsuspected:
+            assert isinstance(event, Unsuspected)
+            ev, arg = "unsuspected", event.node
+        else:
+            return [Record.of("drop", reason=f"{tp.__name__} not offered by gms")]
+        before = self.state
+        table = TABLES[before]
+        tr = table.lookup(before, ev)
+        if tr is None:
+            self.dropped += 1
+            if ev == "submit":
+                return [Record.of("drop", reason=f"submit in {before.value}: not a member")]
+            return [table.unlisted(before, ev, src=src)] if src else [table.unlisted(before, ev)]
+        if tr.action == IGNORE:
+            return []
+        try:
+            getattr(self, "_" + tr.action)(src, arg, out)
+        except BadField as e:
+            out.append(Record.of("drop", src=src, reason=f"{ev}: {e}"))
+        self.dropped += sum(1 for e in out if type(e) is Record and e.kind == "drop")
+        bad = table.check(before, ev, self.state)
+        if bad is not None:
+            out.append(bad)
+        if self.state is not before:
+            out.append(self._status())
+        return out
+
+    def _status(self) -> StateChanged:
+        return StateChanged.of(
+            role=self.state.value,
+            view=self.view.view_id if self.view else "",
+            mode=self.mode,
+            dropped=self.dropped,
+        )
+
+    # ------------------------------------------------------------ boot, join
+
+    def _boot(self, out: list[Effect]) -> None:
+        out.append(Persist(BOOTS_KEY, str(self.boot).encode()))
+        if self.joining:
+            self.state = St.DISCOVERING
+            self._discover("", None, out)
+        else:
+            members = self.initial
+            v = self.injected or GView(members[0], 1, members)
+            self._install(v, out)
+        out.append(self._status())
+
+    def _arm(self, out: list[Effect]) -> None:
+        if self.timers_armed:
+            return
+        self.timers_armed = True
+        out.append(SetTimer(TIMER_OF["fd_timer"], self.suspect_interval))
+        out.append(SetTimer(TIMER_OF["stable_timer"], self.stable_interval))
+        out.append(SetTimer(TIMER_OF["info_timer"], self._jitter()))
+        out.append(SetTimer(TIMER_OF["merge_timer"], self.merge_interval // 2))
+
+    def _jitter(self) -> int:
+        return int(self.merge_interval * (0.5 + 0.5 * self.rng.random()))
+
+    def _discover(self, src: str, arg: Any, out: list[Effect]) -> None:
+        self.state = St.DISCOVERING
+        self.responses = {}
+        self.join_attempts += 1
+        out.append(Record.of("join_attempt", attempt=self.join_attempts))
+        out.append(Multicast(M.FindMbrs()))
+        out.append(SetTimer(TIMER_OF["discovery_timer"], self.discovery_timeout))
+
+    def _on_find_mbrs_rsp(self, src: str, msg: M.FindMbrsRsp, out: list[Effect]) -> None:
+        key = id_key(msg.view_id)
+        parse_id(format_id(msg.coord, 0))  # validates the coordinator's id
+        self.responses[src] = (msg.coord, key)
+
+    def _send_join(self, src: str, arg: Any, out: list[Effect]) -> None:
+        if not self.responses:
+            # Nobody answered: the first member of a new group (a merge joins it later).
+            self.max_counter += 1
+            v = GView(self.node_id, self.max_counter, (self.node_id,))
+            out.append(Persist(COUNTER_KEY, str(self.max_counter).encode()))
+            out.append(Record.of("singleton", reason="no answer to FIND_MBRS"))
+            self._install(v, out)
+            return
+        votes: dict[str, list[Any]] = {}
+        for coord, key in self.responses.values():
+            e = votes.setdefault(coord, [0, key])
+            e[0] += 1
+            e[1] = max(e[1], key)
+        coord = max(votes, key=lambda c: (votes[c][0], votes[c][1], c))
+        self.state = St.JOINING
+        out.append(Record.of("join", coordinator=coord, attempt=self.join_attempts))
+        out.append(Send(coord, M.Join()))
+        out.append(SetTimer(TIMER_OF["join_timer"], self.join_timeout))
+
+    def _join_retry(self, src: str, arg: Any, out: list[Effect]) -> None:
+        out.append(Record.of("join_retry", attempt=self.join_attempts))
+        self._discover(src, arg, out)
+
+    def _on_join_rsp(self, src: str, msg: M.JoinRsp, out: list[Effect]) -> None:
+        if msg.fail:
+            out.append(Record.of("join_rejected", by=src, reason=msg.fail[:200]))
+            out.append(CancelTimer(TIMER_OF["join_timer"]))
+            self._discover(src, None, out)
+            return
+        v = parse_view(msg.view_id, msg.members)
+        if self.node_id not in v:
+            raise BadField(f"JoinRsp view {v.view_id} does not list the joiner")
+        out.append(CancelTimer(TIMER_OF["join_timer"]))
+        if self.mode == "acks":
+            out.append(Send(src, M.ViewAck(v.view_id)))
+        self._install(v, out)
+
+    def _joiner_view(self, src: str, msg: Any, out: list[Effect]) -> None:
+        v = parse_view(msg.view_id, msg.members)
+        if type(msg) is M.ViewMsg:
+            out.append(Send(src, M.ViewAck(v.view_id)))
+        if self.node_id in v:
+            out.append(CancelTimer(TIMER_OF["join_timer"]))
+            self._install(v, out)
+
+    def _left(self, src: str, arg: Any, out: list[Effect]) -> None:
+        self.state = St.LEFT
+
+    # ------------------------------------------------------------ installing a view
+
+    def _install(self, v: GView, out: list[Effect]) -> None:
+        """Install ``v`` at this node (it is a member of it)."""
+        self.view = v
+        self.max_counter = max(self.max_counter, v.counter)
+        self.installed[v.view_id] = v
+        if len(self.installed) > KEEP_INSTALLED:
+            del self.installed[next(iter(self.installed))]
+        members = set(v.members)
+        self.suspects &= members
+        self.announced &= members
+        self.q_joins -= members
+        self.q_leaves &= members
+        if self.prepared is not None and self.prepared.key <= v.key:
+            self.prepared = None
+            out.append(CancelTimer(TIMER_OF["status_timer"]))
+        if self.merge_lock is not None:
+            self.merge_lock = None
+        out.append(InstallView(View(v.view_id, v.members)))
+        out.append(LeaderChanged(v.members[0], v.view_id))
+        self.data.install(v, self.now, out)
+        if self.install is None or self.install.view.view_id != v.view_id:
+            self.state = St.COORDINATOR if v.members[0] == self.node_id else St.PARTICIPANT
+        self._arm(out)
+
+    def _am_coord(self) -> bool:
+        return self.state in (St.COORDINATOR, St.INSTALLING)
+
+    def _next_counter(self, out: list[Effect], *floor: int) -> int:
+        self.max_counter = max(self.max_counter, *floor, 0) + 1
+        out.append(Persist(COUNTER_KEY, str(self.max_counter).encode()))
+        return self.max_counter
+
+    def _cast(
+        self,
+        members: list[str],
+        out: list[Effect],
+        *,
+        joiners: tuple[str, ...] = (),
+        floor: int = 0,
+        why: str = "",
+    ) -> None:
+        """castViewChange: the next view of ``members``, installed in the mode's way."""
+        assert self.view is not None
+        old = self.install.view.members if self.install else self.view.members
+        old = tuple(dict.fromkeys((*self.view.members, *old)))
+        counter = self._next_counter(out, floor)
+        v = GView(self.node_id, counter, tuple(members))
+        leaving = self.node_id not in v
+        out.append(
+            Record.of("cast_view", view=v.view_id, members=list(v.members), why=why, mode=self.mode)
+        )
+        others = [m for m in dict.fromkeys((*old, *v.members)) if m != self.node_id]
+        if self.mode == "two_phase":
+            missing = set(v.members) - {self.node_id}
+            self.install = _Install(v, old, joiners, missing, self.now + self.ack_timeout)
+            for m in v.members:
+                if m != self.node_id:
+                    out.append(Send(m, M.PrepareView(v.view_id, v.members)))
+            self.state = St.LEAVING if leaving else St.INSTALLING
+            if not missing:
+                self._commit(out)
+            else:
+                out.append(SetTimer(TIMER_OF["ack_timer"], self.rto))
+            return
+        for j in joiners:  # the JoinRsp first, then the view (JGroups before JGRP-136)
+            out.append(Send(j, M.JoinRsp(v.view_id, v.members)))
+        msg = M.ViewMsg(v.view_id, v.members)
+        for m in others:
+            out.append(Send(m, msg))
+        if self.mode == "plain":
+            self.install = None
+            if leaving:
+                self.state = St.LEFT  # the coordinator leaves at once: nobody retransmits
+                return
+            self.plain_retx = {v.view_id: (msg, set(others))}
+            out.append(SetTimer(TIMER_OF["ack_timer"], self.rto))
+            self._install(v, out)
+            return
+        # acks: block on missing_acks (requests are queued meanwhile)
+        missing = set(v.members) - {self.node_id} - self.suspects
+        self.install = _Install(v, old, joiners, missing, self.now + self.ack_timeout)
+        if not leaving:
+            self._install(v, out)
+        if missing:
+            self.state = St.LEAVING if leaving else St.INSTALLING
+            out.append(SetTimer(TIMER_OF["ack_timer"], self.rto))
+        else:
+            self._finish(out)
+
+    def _commit(self, out: list[Effect]) -> None:
+        """two_phase: every member prepared: COMMIT_VIEW to all, JoinRsp to joiners."""
+        inst = self.install
+        assert inst is not None
+        if self.commit_delay and not inst.committed:
+            # test hook: hold the second phase (a process test kills the coordinator now)
+            inst.committed = True
+            out.append(CancelTimer(TIMER_OF["ack_timer"]))
+            out.append(SetTimer(TIMER_OF["commit_timer"], self.commit_delay))
+            out.append(
+                StateChanged.of(
+                    **self._status().fields, phase="prepared", pending=inst.view.view_id
+                )
+            )
+            return
+        self._commit_now(out)
+
+    def _commit_delayed(self, src: str, arg: Any, out: list[Effect]) -> None:
+        if self.install is not None and self.install.committed:
+            self._commit_now(out)
+
+    def _commit_now(self, out: list[Effect]) -> None:
+        inst = self.install
+        assert inst is not None
+        v = inst.view
+        inst.committed = True
+        commit = M.CommitView(v.view_id, v.members)
+        for m in dict.fromkeys((*inst.old, *v.members)):
+            if m != self.node_id:
+                out.append(Send(m, commit))
+        for j in inst.joiners:
+            if j in v:
+                out.append(Send(j, M.JoinRsp(v.view_id, v.members)))
+        self.installed[v.view_id] = v
+        if self.node_id in v:
+            self._install(v, out)
+        self._finish(out)
+
+    def _finish(self, out: list[Effect]) -> None:
+        """The installation is over (acknowledged, committed or timed out)."""
+        inst = self.install
+        self.install = None
+        out.append(CancelTimer(TIMER_OF["ack_timer"]))
+        if inst is not None and self.node_id not in inst.view:
+            self.state = St.LEFT
+            out.append(Record.of("left", view=inst.view.view_id))
+            return
+        assert self.view is not None
+        self.state = St.COORDINATOR if self.view.members[0] == self.node_id else St.PARTICIPANT
+        self._process_queue(out)
+
+    def _on_view_ack(self, src: str, msg: M.ViewAck, out: list[Effect]) -> None:
+        retx = self.plain_retx.get(msg.view_id)
+        if retx is not None:
+            retx[1].discard(src)
+        inst = self.install
+        if inst is None or msg.view_id != inst.view.view_id:
+            return
+        inst.missing_acks.discard(src)
+        if not inst.missing_acks:
+            if self.mode == "two_phase" and not inst.committed:
+                self._commit(out)
+            else:
+                self._finish(out)
+
+    def _ack_tick(self, src: str, arg: Any, out: list[Effect]) -> None:
+        if self.mode == "plain":
+            for msg, waiting in self.plain_retx.values():
+                for m in sorted(waiting):
+                    out.append(Send(m, msg))
+            if any(w for _, w in self.plain_retx.values()):
+                out.append(SetTimer(TIMER_OF["ack_timer"], self.rto))
+            return
+        inst = self.install
+        if inst is None:
+            return
+        if self.now >= inst.deadline:
+            out.append(
+                Record.of(
+                    "ack_timeout", view=inst.view.view_id, missing_acks=sorted(inst.missing_acks)
+                )
+            )
+            if self.mode == "acks":
+                self._finish(out)  # JGroups: stop waiting after view_ack_collection_timeout
+                return
+            # two_phase: the silent members are treated as suspected; restart phase one
+            members = [m for m in inst.view.members if m not in inst.missing_acks]
+            self.suspects |= inst.missing_acks
+            self._restart(members, out, why="view_ack_collection_timeout")
+            return
+        msg: Any
+        if self.mode == "two_phase":
+            msg = M.PrepareView(inst.view.view_id, inst.view.members)
+        else:
+            msg = M.ViewMsg(inst.view.view_id, inst.view.members)
+        for m in sorted(inst.missing_acks):
+            out.append(Send(m, msg))
+        out.append(SetTimer(TIMER_OF["ack_timer"], self.rto))
+
+    def _restart(self, members: list[str], out: list[Effect], *, why: str) -> None:
+        """two_phase: restart the first phase with a new view of ``members``."""
+        inst = self.install
+        joiners = inst.joiners if inst else ()
+        self.install = None
+        out.append(CancelTimer(TIMER_OF["commit_timer"]))
+        if self.view is not None and self.node_id in self.view:
+            self.state = St.COORDINATOR
+        if not members or (members == [self.node_id] and self.state is St.LEAVING):
+            self.state = St.LEFT
+            return
+        self._cast(members, out, joiners=tuple(j for j in joiners if j in members), why=why)
+
+    # ------------------------------------------------------------ coordinator requests
+
+    def _on_join(self, src: str, msg: M.Join, out: list[Effect]) -> None:
+        self.suspects.discard(src)
+        self.local_suspects.discard(src)
+        self.q_joins.add(src)
+        self._process_queue(out)
+
+    def _queue_join(self, src: str, msg: M.Join, out: list[Effect]) -> None:
+        self.suspects.discard(src)
+        self.q_joins.add(src)
+
+    def _on_leave(self, src: str, msg: M.Leave, out: list[Effect]) -> None:
+        self.q_leaves.add(src)
+        self._process_queue(out)
+
+    def _queue_leave(self, src: str, msg: M.Leave, out: list[Effect]) -> None:
+        self.q_leaves.add(src)
+
+    def _refuse_join(self, src: str, msg: M.Join, out: list[Effect]) -> None:
+        assert self.view is not None
+        out.append(
+            Send(src, M.JoinRsp("", (), fail=f"not coordinator: coordinator is {self.view.coord}"))
+        )
+
+    def _process_queue(self, out: list[Effect]) -> None:
+        if self.state is not St.COORDINATOR or self.view is None:
+            return
+        gone = self.q_leaves | (self.suspects & set(self.view.members))
+        joins = self.q_joins
+        if not gone and not joins:
+            return
+        members = [m for m in self.view.members if m not in gone]
+        members += sorted(j for j in joins if j not in members and j not in self.suspects)
+        self.q_leaves = set()
+        self.q_joins = set()
+        why = []
+        if joins:
+            why.append("join " + "+".join(sorted(joins)))
+        if gone:
+            why.append("exclude " + "+".join(sorted(gone)))
+        self._cast(members, out, joiners=tuple(sorted(joins)), why=", ".join(why))
+
+    # ------------------------------------------------------------ failure detection
+
+    def _ring_after_me(self) -> list[str]:
+        assert self.view is not None
+        ms = list(self.view.members)
+        if self.node_id not in ms:
+            return []
+        i = ms.index(self.node_id)
+        return ms[i + 1 :] + ms[:i]
+
+    def _fd_suspected(self, src: str, node: str, out: list[Effect]) -> None:
+        self.local_suspects.add(node)
+        self._fd_announce(out, repeat=False)
+
+    def _fd_unsuspected(self, src: str, node: str, out: list[Effect]) -> None:
+        self.local_suspects.discard(node)
+        self.announced.discard(node)
+
+    def _fd_announce(self, out: list[Effect], *, repeat: bool) -> None:
+        """FD: SUSPECT every suspected successor up to the first live one (ping_dest)."""
+        if self.view is None:
+            return
+        for m in self._ring_after_me():
+            if m not in self.local_suspects:
+                break
+            if m in self.announced and not repeat:
+                continue
+            self.announced.add(m)
+            out.append(Record.of("suspect", node=m, view=self.view.view_id))
+            for dst in self.view.members:
+                if dst not in (self.node_id, m):
+                    out.append(Send(dst, M.Suspect(m)))
+            self._suspect(m, out)
+            if self.view is None or self.state not in MEMBER_STATES:
+                return
+
+    def _fd_tick(self, src: str, arg: Any, out: list[Effect]) -> None:
+        out.append(SetTimer(TIMER_OF["fd_timer"], self.suspect_interval))
+        self._fd_announce(out, repeat=True)
+
+    def _on_suspect(self, src: str, msg: M.Suspect, out: list[Effect]) -> None:
+        parse_id(format_id(msg.node, 0))
+        self._suspect(msg.node, out)
+
+    def _suspect(self, node: str, out: list[Effect]) -> None:
+        """SUSPECT(node) from the failure-detection layer (this node's or a member's)."""
+        if node == self.node_id or self.view is None:
+            return
+        view = self.view
+        inst = self.install
+        if self._am_coord():
+            pending = inst.view if inst is not None else None
+            if node in view or (pending is not None and node in pending):
+                self.suspects.add(node)
+                if inst is not None:
+                    if self.mode == "two_phase":
+                        if node in inst.view:
+                            members = [m for m in inst.view.members if m != node]
+                            self._restart(members, out, why=f"suspect {node} during phase one")
+                        return  # otherwise the view being installed excludes it already
+                    inst.missing_acks.discard(node)
+                    if not inst.missing_acks:
+                        self._finish(out)
+                    return
+                self._process_queue(out)
+                return
+            # SUSPECT(P) for a P outside the view (seed case B)
+            if self.mode == "plain":
+                out.append(Record.of("ignored_suspect", node=node, view=view.view_id))
+                return
+            out.append(Record.of("resend_view", view=view.view_id, reason=f"suspect {node}"))
+            self._resend_view(view.members, out)
+            return
+        if node in view:
+            self.suspects.add(node)
+            self._check_takeover(out)
+
+    def _resend_view(self, dsts: tuple[str, ...], out: list[Effect]) -> None:
+        view = self.view
+        assert view is not None
+        msg: Any
+        if self.mode == "two_phase":
+            msg = M.CommitView(view.view_id, view.members)
+        else:
+            msg = M.ViewMsg(view.view_id, view.members)
+        for m in dsts:
+            if m != self.node_id:
+                out.append(Send(m, msg))
+
+    def _check_takeover(self, out: list[Effect]) -> None:
+        """A participant that would be coordinator (the first unsuspected member) takes
+        over and casts a view without the suspects."""
+        view = self.view
+        if view is None or self.state is not St.PARTICIPANT:
+            return
+        alive = [m for m in view.members if m not in self.suspects]
+        if not alive or alive[0] != self.node_id:
+            return
+        out.append(
+            Record.of(
+                "takeover", view=view.view_id, suspects=sorted(self.suspects & set(view.members))
+            )
+        )
+        self.state = St.COORDINATOR
+        base = view
+        floor = 0
+        if self.mode == "two_phase":
+            if self.prepared is not None and self.prepared.key > view.key:
+                base = self.prepared  # restart the first phase of the view it prepared
+                floor = self.prepared.counter
+            elif view.coord != self.node_id:
+                # restart the second phase: resend COMMIT_VIEW of the view it committed
+                out.append(Record.of("recommit", view=view.view_id))
+                self._resend_view(view.members, out)
+        members = [m for m in base.members if m not in self.suspects]
+        self._cast(members, out, floor=floor, why="takeover")
+
+    # ------------------------------------------------------------ views arriving
+
+    def _on_view(self, src: str, msg: M.ViewMsg, out: list[Effect]) -> None:
+        if self.mode == "two_phase":
+            raise BadField("VIEW in two_phase mode")
+        v = parse_view(msg.view_id, msg.members)
+        out.append(Send(src, M.ViewAck(v.view_id)))
+        assert self.view is not None
+        if v.key > self.view.key:
+            self._accept(v, out)
+        elif (
+            v.key < self.view.key and self.mode == "acks" and self._am_coord() and src in self.view
+        ):
+            out.append(Record.of("resend_view", view=self.view.view_id, reason="older view"))
+            self._resend_view((src,), out)
+
+    def _accept(self, v: GView, out: list[Effect]) -> None:
+        """A greater view arrived: install it, or, excluded from it, start again alone."""
+        if self.install is not None:
+            self.install = None
+            out.append(CancelTimer(TIMER_OF["ack_timer"]))
+        self.merge = None
+        if self.node_id in v:
+            self._install(v, out)
+            self._check_takeover(out)
+            self._process_queue(out)
+            return
+        out.append(Record.of("excluded", view=v.view_id))
+        self.max_counter = max(self.max_counter, v.counter)
+        counter = self._next_counter(out)
+        self._install(GView(self.node_id, counter, (self.node_id,)), out)
+
+    def _on_prepare_view(self, src: str, msg: M.PrepareView, out: list[Effect]) -> None:
+        if self.mode != "two_phase":
+            raise BadField(f"PREPARE_VIEW in {self.mode} mode")
+        v = parse_view(msg.view_id, msg.members)
+        if self.node_id not in v:
+            raise BadField(f"PREPARE_VIEW {v.view_id} does not list this node")
+        self.max_counter = max(self.max_counter, v.counter)
+        if v.view_id in self.installed:
+            out.append(Send(src, M.ViewAck(v.view_id)))
+            return
+        current = self.view.key if self.view is not None else (0, "")
+        if v.key <= current:
+            return
+        if self.prepared is not None and v.key < self.prepared.key:
+            return
+        if self.install is not None and v.key > self.install.view.key:
+            # a greater view is being installed by someone else (a merge, a takeover)
+            self.install = None
+            out.append(CancelTimer(TIMER_OF["ack_timer"]))
+            if self.state is St.INSTALLING:
+                self.state = St.PARTICIPANT
+        self.prepared = v
+        out.append(Send(src, M.ViewAck(v.view_id)))
+        out.append(SetTimer(TIMER_OF["status_timer"], self.status_timeout))
+
+    def _on_commit_view(self, src: str, msg: M.CommitView, out: list[Effect]) -> None:
+        if self.mode != "two_phase":
+            raise BadField(f"COMMIT_VIEW in {self.mode} mode")
+        v = parse_view(msg.view_id, msg.members)
+        self.installed.setdefault(v.view_id, v)
+        assert self.view is not None
+        if v.key > self.view.key:
+            self._accept(v, out)
+
+    def _on_status_view(self, src: str, msg: M.StatusView, out: list[Effect]) -> None:
+        v = parse_view(msg.view_id, msg.members)
+        done = self.installed.get(v.view_id)
+        if done is not None and done.members == v.members and self.mode == "two_phase":
+            out.append(Record.of("status_answered", view=v.view_id, to=src))
+            out.append(Send(src, M.CommitView(v.view_id, v.members)))
+        elif (
+            self.view is not None
+            and self.view.key > v.key
+            and src in self.view
+            and self.mode == "two_phase"
+        ):
+            out.append(Send(src, M.CommitView(self.view.view_id, self.view.members)))
+
+    def _status_tick(self, src: str, arg: Any, out: list[Effect]) -> None:
+        p = self.prepared
+        current = self.view.key if self.view is not None else (0, "")
+        if p is None or p.key <= current:
+            return
+        out.append(Record.of("status_view", view=p.view_id))
+        for m in p.members:
+            if m != self.node_id:
+                out.append(Send(m, M.StatusView(p.view_id, p.members)))
+        out.append(SetTimer(TIMER_OF["status_timer"], self.status_timeout))
+
+    # ------------------------------------------------------------ leaving
+
+    def _leave(self, src: str, arg: Any, out: list[Effect]) -> None:
+        view = self.view
+        assert view is not None
+        if self._am_coord() or view.members[0] == self.node_id:
+            base = self.install.view if self.install is not None else view
+            members = [m for m in base.members if m != self.node_id]
+            self.install = None
+            if not members:
+                self.state = St.LEFT
+                return
+            self.state = St.COORDINATOR
+            self._cast(members, out, why=f"leave {self.node_id}")
+            return
+        self.state = St.LEAVING
+        out.append(Send(view.members[0], M.Leave()))
+        out.append(SetTimer(TIMER_OF["leave_timer"], self.rto))
+
+    def _leave_tick(self, src: str, arg: Any, out: list[Effect]) -> None:
+        view = self.view
+        if view is None or self.install is not None:
+            return
+        coord = next((m for m in view.members if m not in self.suspects), None)
+        if coord is None or coord == self.node_id:
+            self.state = St.LEFT
+            return
+        out.append(Send(coord, M.Leave()))
+        out.append(SetTimer(TIMER_OF["leave_timer"], self.rto))
+
+    def _leaver_view(self, src: str, msg: Any, out: list[Effect]) -> None:
+        v = parse_view(msg.view_id, msg.members)
+        if type(msg) is M.ViewMsg:
+            out.append(Send(src, M.ViewAck(v.view_id)))
+        if self.install is not None:
+            return  # a leaving coordinator finishes its own installation first
+        if self.node_id not in v:
+            self.state = St.LEFT
+            return
+        if self.view is not None and v.key > self.view.key:
+            # Still a member of a newer view: leave that one (its coordinator may be us).
+            self._install(v, out)
+            self._leave("", None, out)
+
+    def _leaver_prepare(self, src: str, msg: M.PrepareView, out: list[Effect]) -> None:
+        v = parse_view(msg.view_id, msg.members)
+        out.append(Send(src, M.ViewAck(v.view_id)))
+
+    def _leaver_suspect(self, src: str, msg: M.Suspect, out: list[Effect]) -> None:
+        if self.install is not None:
+            self._suspect(msg.node, out)
+
+    # ------------------------------------------------------------ discovery answers
+
+    def _answer_find_mbrs(self, src: str, msg: M.FindMbrs, out: list[Effect]) -> None:
+        assert self.view is not None
+        out.append(Send(src, M.FindMbrsRsp(self.view.members[0], self.view.view_id)))
+
+    # ------------------------------------------------------------ merge (MERGE3)
+
+    def _info_tick(self, src: str, arg: Any, out: list[Effect]) -> None:
+        assert self.view is not None
+        out.append(Multicast(M.MergeInfo(self.view.view_id, self.view.members[0])))
+        out.append(SetTimer(TIMER_OF["info_timer"], self._jitter()))
+
+    def _on_info(self, src: str, msg: M.MergeInfo, out: list[Effect]) -> None:
+        parse_id(msg.view_id)
+        parse_id(format_id(msg.coord, 0))
+        old = self.info.get(src)
+        if (
+            self.view is not None
+            and src not in self.view
+            and (old is None or old[1] != msg.view_id)
+        ):
+            self.foreign_changed = self.now
+        self.info[src] = (self.now, msg.view_id, msg.coord)
+
+    def _merge_check(self, src: str, arg: Any, out: list[Effect]) -> None:
+        """MERGE3's check: lead a merge of every view heard of that is not this one.
+
+        A coordinator leads when it heard of members outside its view, under other
+        coordinators, and none of those coordinators is smaller than itself. A
+        participant whose own coordinator reports another view, when no node heard
+        of is the coordinator of the view it reports (JGRP-2092: everybody names
+        somebody else), leads if it is the smallest node those views name first.
+        The leader waits until no new foreign view was heard for a whole
+        ``merge_interval`` (every member sends INFO at least that often), so that it
+        merges everything reachable at once: no partial merges.
+        """
+        out.append(SetTimer(TIMER_OF["merge_timer"], self.merge_interval // 2))
+        view = self.view
+        if view is None or self.state not in (St.COORDINATOR, St.PARTICIPANT):
+            return
+        now = self.now
+        if self.merge is not None:
+            if now - self.merge.started < self.merge_interval:
+                return
+            out.append(Record.of("merge_cancelled", merge=self.merge.merge_id, reason="timeout"))
+            self.merge = None
+        if self.merge_lock is not None and self.merge_lock[1] > now:
+            return
+        window = now - 2 * self.merge_interval
+        self.info = {n: e for n, e in self.info.items() if e[0] >= window}
+        if self.state is St.COORDINATOR:
+            # A member outside this view that still names this node its coordinator is
+            # an orphan (it missed the view that excluded it, or started after it): acks
+            # and two_phase merge it back; plain keeps the MERGE2-era rule of JGroups
+            # before JGRP-136, where only other coordinators' views count.
+            orphans = self.mode != "plain"
+            foreign = {
+                n: e
+                for n, e in self.info.items()
+                if n not in view and e[1] != view.view_id and (orphans or e[2] != self.node_id)
+            }
+            if not foreign:
+                return
+            coords = {n for n, e in foreign.items() if e[2] == n}
+            if any(c < self.node_id for c in coords):
+                return  # a smaller coordinator leads this merge
+        else:
+            mine = self.info.get(view.members[0])
+            if mine is None or mine[1] == view.view_id:
+                return  # my coordinator is alive and in my view (or unheard: FD's business)
+            if any(e[2] == n for n, e in self.info.items()):
+                return  # an actual coordinator exists: it leads
+            named = {e[2] for e in self.info.values()} | {view.members[0]}
+            reachable = {n for n in named if n in self.info or n == self.node_id}
+            if not reachable or min(reachable) != self.node_id:
+                return
+            foreign = {n: e for n, e in self.info.items() if e[1] != view.view_id}
+            if not foreign:
+                return
+        if now - self.foreign_changed < self.merge_interval:
+            return  # wait until every reachable member has been heard
+        self.merges += 1
+        mid = f"{self.node_id}:{self.merges}"
+        self.merge = _Merge(mid, set(foreign), started=now)
+        out.append(Record.of("merge_start", merge=mid, asked=sorted(foreign)))
+        for n in sorted(foreign):
+            out.append(Send(n, M.MergeReq(mid)))
+
+    def _on_merge_req(self, src: str, msg: M.MergeReq, out: list[Effect]) -> None:
+        parse_id(msg.merge_id)
+        view = self.view
+        assert view is not None
+        lock = self.merge_lock
+        busy = (
+            (lock is not None and lock[1] > self.now and lock[0] != src)
+            or self.state is St.INSTALLING
+            or (self.merge is not None and src > self.node_id)
+        )
+        if busy:
+            out.append(Send(src, M.MergeRsp(msg.merge_id, view.view_id, view.members, True)))
+            return
+        if self.merge is not None:
+            out.append(Record.of("merge_cancelled", merge=self.merge.merge_id, reason=src))
+            self.merge = None
+        self.merge_lock = (src, self.now + 2 * self.merge_interval)
+        out.append(Send(src, M.MergeRsp(msg.merge_id, view.view_id, view.members)))
+
+    def _on_merge_rsp(self, src: str, msg: M.MergeRsp, out: list[Effect]) -> None:
+        mg = self.merge
+        if mg is None or msg.merge_id != mg.merge_id or src not in mg.waiting:
+            return
+        if msg.refused:
+            out.append(Record.of("merge_cancelled", merge=mg.merge_id, reason=f"refused by {src}"))
+            self.merge = None
+            return
+        v = parse_view(msg.view_id, msg.members)
+        mg.waiting.discard(src)
+        mg.views[src] = v
+        if mg.waiting:
+            return
+        self.merge = None
+        view = self.view
+        assert view is not None
+        subgroups: dict[str, GView] = {view.view_id: view}
+        for v in mg.views.values():
+            subgroups.setdefault(v.view_id, v)
+        responders = set(mg.views)
+        members = [self.node_id]
+        members += [m for m in view.members if m not in self.suspects and m != self.node_id]
+        members += sorted(responders - set(members))
+        floor = max(v.counter for v in subgroups.values())
+        out.append(
+            Record.of(
+                "merge",
+                merge=mg.merge_id,
+                subgroups=[
+                    {"view": g.view_id, "members": [m for m in g.members if m in members]}
+                    for g in subgroups.values()
+                ],
+            )
+        )
+        if self.state is St.PARTICIPANT:
+            self.state = St.COORDINATOR  # a JGRP-2092 merge led by a participant
+        self._cast(members, out, floor=floor, why=f"merge {mg.merge_id}")
+
+    # ------------------------------------------------------------ data path
+
+    def _submit(self, src: str, ev: Submit, out: list[Effect]) -> None:
+        self.data.submit(ev.msg_id, ev.payload, ev.order, out)
+
+    def _on_msg(self, src: str, msg: M.Msg, out: list[Effect]) -> None:
+        parse_id(msg.view_id)
+        self.data.on_msg(src, msg, self.now, out)
+
+    def _on_xmit_req(self, src: str, msg: M.XmitReq, out: list[Effect]) -> None:
+        self.data.on_xmit_req(src, msg, out)
+
+    def _stable_tick(self, src: str, arg: Any, out: list[Effect]) -> None:
+        out.append(SetTimer(TIMER_OF["stable_timer"], self.stable_interval))
+        view = self.view
+        assert view is not None
+        d = self.data.digest()
+        for m in view.members:
+            if m != self.node_id:
+                out.append(Send(m, d))
+
+    def _on_stable(self, src: str, msg: M.Stable, out: list[Effect]) -> None:
+        view = self.view
+        assert view is not None
+        if msg.view_id == view.view_id:
+            self.data.on_stable(src, msg, self.now, out)
+            return
+        w = parse_view(msg.view_id, msg.members)
+        if self.mode != "acks":
+            return
+        # SOLUTION 2: the view carried in the stability digest
+        if w.key > view.key and self.node_id in w:
+            if w.members[0] == self.node_id or self._am_coord():
+                out.append(Record.of("digest_view", view=w.view_id, src=src))
+                self._accept(w, out)
+                assert self.view is not None
+                if self.view.view_id == w.view_id and w.members[0] == self.node_id:
+                    self._resend_view(w.members, out)
+        elif w.key < view.key and self._am_coord() and src in view:
+            out.append(Record.of("resend_view", view=view.view_id, reason=f"digest of {src}"))
+            self._resend_view((src,), out)
+
+
+def parse_injected(text: str, node: str) -> GView | None:
+    """The view the setting ``inject_views`` gives ``node`` at boot, if any.
+
+    ``"A@B:5=B,A,C; B@C:5=C,A,B"``: node A boots in view ``B:5`` with members B, A, C,
+    node B in ``C:5``. A test hook, as JGroups' tests inject views (``GMS.installView``),
+    to start a scenario from an inconsistent state (JGRP-2092)."""
+    found = None
+    for i, part in enumerate(p.strip() for p in text.split(";")):
+        if not part:
+            continue
+        try:
+            who, _, rest = part.partition("@")
+            vid, _, members = rest.partition("=")
+            v = parse_view(vid.strip(), tuple(m.strip() for m in members.split(",")))
+        except BadField as e:
+            raise ValueError(f"inject_views[{i}] {part!r}: {e}") from None
+        if not who.strip() or not vid or not members:
+            raise ValueError(f"inject_views[{i}] {part!r}: expected node@coord:counter=m1,m2,...")
+        if who.strip() == node:
+            if node not in v:
+                raise ValueError(f"inject_views[{i}] {part!r}: {node} is not in its view")
+            found = v
+    return found

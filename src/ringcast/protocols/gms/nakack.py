@@ -1,0 +1,168 @@
+"""Reliable per-sender FIFO multicast inside a view: JGroups' NAKACK2 and STABLE.
+
+Each member numbers the messages it multicasts in a view (``seqno`` 1, 2, ...) and keeps
+them until they are *stable*. A receiver delivers a sender's messages in seqno order;
+a gap makes it send a negative acknowledgement (:class:`XmitReq`) to the sender, which
+retransmits. Every ``stable_interval`` each member multicasts its digest
+(:class:`Stable`): the highest seqno it sent and, per member, the highest it
+delivered. A sender frees the messages every member has delivered, and a receiver that
+learns from a digest that it missed the tail of a sender's messages asks for them.
+
+A message is delivered in the view it was sent in: one for a later view is kept until
+that view is installed, one for an earlier view is discarded (ringcast's GMS has no
+FLUSH: a message in flight at a view change may be lost to the members that moved on;
+see ``docs/protocols/gms.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ringcast.core.effects import Deliver, Effect, Record, Send
+from ringcast.core.events import ORDERS
+from ringcast.protocols.gms._messages import Msg, Stable, XmitReq
+from ringcast.protocols.gms._views import GView
+
+MAX_FUTURE = 4096  # messages kept for views not installed yet
+MAX_XMIT = 512  # seqnos one retransmission request may ask for
+
+
+@dataclass(slots=True)
+class _Rx:
+    """What this node received from one sender in the current view."""
+
+    delivered: int = 0
+    pending: dict[int, Msg] = field(default_factory=dict)
+    highest_seen: int = 0
+    last_nak: int = -(1 << 62)
+
+
+class Nakack:
+    def __init__(self, node_id: str, *, xmit_interval: int):
+        self.node_id = node_id
+        self.xmit_interval = xmit_interval
+        self.view: GView | None = None
+        self.seqno = 0
+        self.sent: dict[int, Msg] = {}  # unstable own messages of this view
+        self.rx: dict[str, _Rx] = {}
+        self.future: dict[str, list[tuple[str, Msg]]] = {}
+        self.acked_by: dict[str, int] = {}  # member -> highest of mine it delivered
+        self.retransmitted = 0
+        self.stale = 0
+
+    # -- views
+
+    def install(self, view: GView, now: int, out: list[Effect]) -> None:
+        self.view = view
+        self.seqno = 0
+        self.sent.clear()
+        self.acked_by = {}
+        self.rx = {m: _Rx() for m in view.members if m != self.node_id}
+        self.stale += sum(len(r.pending) for r in self.rx.values())
+        waiting = self.future.pop(view.view_id, [])
+        self.future = {
+            vid: lst
+            for vid, lst in self.future.items()
+            if _newer(vid, view)  # views older than this one will never be installed
+        }
+        for src, msg in waiting:
+            self.on_msg(src, msg, now, out)
+
+    # -- sending
+
+    def submit(self, msg_id: str, payload: bytes, order: str, out: list[Effect]) -> None:
+        view = self.view
+        assert view is not None
+        self.seqno += 1
+        msg = Msg(view.view_id, self.seqno, msg_id, payload, order)
+        self.sent[self.seqno] = msg
+        for m in view.members:
+            if m != self.node_id:
+                out.append(Send(m, msg))
+        out.append(Deliver(msg_id, payload, order, self.node_id))
+
+    # -- receiving
+
+    def on_msg(self, src: str, msg: Msg, now: int, out: list[Effect]) -> None:
+        view = self.view
+        if msg.seqno < 1 or msg.order not in ORDERS or not msg.msg_id:
+            out.append(Record.of("drop", src=src, reason="malformed Msg"))
+            return
+        if view is None or msg.view_id != view.view_id:
+            if view is None or _newer(msg.view_id, view):
+                lst = self.future.setdefault(msg.view_id, [])
+                if sum(len(v) for v in self.future.values()) < MAX_FUTURE:
+                    lst.append((src, msg))
+            else:
+                self.stale += 1
+            return
+        rx = self.rx.get(src)
+        if rx is None:
+            out.append(Record.of("drop", src=src, reason="Msg from a non-member"))
+            return
+        if msg.seqno <= rx.delivered or msg.seqno in rx.pending:
+            return  # a duplicate or a retransmission we no longer need
+        rx.pending[msg.seqno] = msg
+        rx.highest_seen = max(rx.highest_seen, msg.seqno)
+        while rx.delivered + 1 in rx.pending:
+            m = rx.pending.pop(rx.delivered + 1)
+            rx.delivered += 1
+            out.append(Deliver(m.msg_id, m.payload, m.order, src))
+        self._nak(src, rx, now, out)
+
+    def _nak(self, src: str, rx: _Rx, now: int, out: list[Effect]) -> None:
+        if rx.highest_seen > rx.delivered and now - rx.last_nak >= self.xmit_interval:
+            assert self.view is not None
+            rx.last_nak = now
+            last = min(rx.highest_seen, rx.delivered + MAX_XMIT)
+            out.append(Send(src, XmitReq(self.view.view_id, rx.delivered + 1, last)))
+
+    def on_xmit_req(self, src: str, req: XmitReq, out: list[Effect]) -> None:
+        view = self.view
+        if view is None or req.view_id != view.view_id or src not in view.members:
+            return
+        if req.first < 1 or req.last < req.first or req.last - req.first >= MAX_XMIT:
+            out.append(Record.of("drop", src=src, reason="malformed XmitReq"))
+            return
+        for s in range(req.first, req.last + 1):
+            msg = self.sent.get(s)
+            if msg is not None:
+                self.retransmitted += 1
+                out.append(Send(src, msg))
+
+    # -- stability
+
+    def digest(self) -> Stable:
+        view = self.view
+        assert view is not None
+        delivered = tuple(
+            self.seqno if m == self.node_id else self.rx[m].delivered for m in view.members
+        )
+        return Stable(view.view_id, view.members, self.seqno, delivered)
+
+    def on_stable(self, src: str, st: Stable, now: int, out: list[Effect]) -> None:
+        """A digest of the current view: free what every member delivered, NAK a tail."""
+        view = self.view
+        assert view is not None and st.view_id == view.view_id
+        if len(st.delivered) != len(view.members) or st.sent < 0:
+            out.append(Record.of("drop", src=src, reason="malformed Stable"))
+            return
+        mine = st.delivered[view.members.index(self.node_id)]
+        self.acked_by[src] = max(self.acked_by.get(src, 0), min(mine, self.seqno))
+        others = [m for m in view.members if m != self.node_id]
+        stable = min((self.acked_by.get(m, 0) for m in others), default=self.seqno)
+        for s in [s for s in self.sent if s <= stable]:
+            del self.sent[s]
+        rx = self.rx.get(src)
+        if rx is not None and st.sent > rx.highest_seen:
+            rx.highest_seen = st.sent
+            self._nak(src, rx, now, out)
+
+
+def _newer(view_id: str, view: GView) -> bool:
+    from ringcast.protocols.gms._views import BadField, id_key
+
+    try:
+        return id_key(view_id) > view.key
+    except BadField:
+        return False
