@@ -263,6 +263,10 @@ class Simulation:
         if link.loss and rng.random() < link.loss:
             node.lost += 1
             return
+        per_net = self._net.loss_per_network
+        if per_net and per_net[net] and rng.random() < per_net[net]:
+            node.lost += 1
+            return
         copies = 2 if link.duplication and rng.random() < link.duplication else 1
         net_model = self._net
         for _ in range(copies):
