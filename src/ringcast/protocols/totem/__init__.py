@@ -93,10 +93,10 @@ SPEC = register(
 
 __all__ = [
     "MESSAGE_TYPES",
-    "RedundantRing",
     "SETTINGS",
     "SPEC",
     "TRANSITIONS",
+    "RedundantRing",
     "State",
     "TotemMachine",
     "render_mermaid",

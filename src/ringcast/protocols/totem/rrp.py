@@ -1,6 +1,6 @@
-"""Totem's redundant ring: one single ring over several networks (seed 001, "Totem
-протокол с избыточным кольцом"; Koch, Moser, Melliar-Smith, "The Totem Redundant Ring
-Protocol"; ``docs/protocols/totem-rrp.md``).
+"""Totem's redundant ring: one single ring over several networks (seed 001, the
+redundant ring slides; Koch, Moser, Melliar-Smith, "The Totem Redundant Ring Protocol";
+``docs/protocols/totem-rrp.md``).
 
 :class:`RedundantRing` is a :class:`~ringcast.layers.base.Layer` stacked under the
 unchanged single-ring machine (``Stack(TotemMachine, RedundantRing)``). The machine's
