@@ -300,15 +300,11 @@ class RedundantRing:
 
     # ------------------------------------------------------------------ sending
 
-    def _healthy(self) -> list[int]:
-        nets = [k for k in range(self.n) if not self.faulty[k]]
-        return nets or list(range(self.n))  # every network faulty: try them all
-
     def _networks_for(self, token: bool) -> list[int]:
         mode = self.cfg.mode
-        healthy = self._healthy()
-        if mode == "active":
-            return healthy
+        healthy = [k for k in range(self.n) if not self.faulty[k]]
+        if mode == "active" or not healthy:
+            return healthy or list(range(self.n))  # every network faulty: try them all
         want = 1 if mode == "passive" else min(self.cfg.copies, len(healthy))
         if token:
             start = self._rr_token
