@@ -10,8 +10,9 @@ timeout. Per style, printed as one JSON line:
 
 - ``before`` / ``after``: deliveries a second at node 1 over ``--seconds`` with both
   networks, then with network 1 of node 3 down (``ip link set eth1 down``);
-- ``down_ms``: from the link going down to node 3's status showing network 1 faulty;
-- ``up_ms``: from the link coming back to node 3's status showing it healthy;
+- ``down_ms``: from the link going down to node 3 marking network 1 faulty (the
+  ``fault`` row of its runtime trace, wall clock shared with this script);
+- ``up_ms``: from the link coming back to node 3 re-admitting it (same);
 - ``views``: configurations node 1 installed between link down and the end (0: none).
 
 The single ring (``rrp_mode = "none"``, both addresses configured, network 0 only) runs
@@ -105,12 +106,25 @@ def rate(ns: str, port: int, seconds: float) -> float:
     return (b["metrics"]["delivered"] - a["metrics"]["delivered"]) / (time.monotonic() - t0)
 
 
-def until_net1(ns: str, port: int, want: str, t0: float, timeout: float = 60) -> float | None:
-    """Milliseconds from ``t0`` until node status shows network 1 ``want`` (polled)."""
-    while time.monotonic() - t0 < timeout:
-        if status(ns, port)["state"].get("rrp_net1") == want:
-            return (time.monotonic() - t0) * 1000
-    return None
+def marks(work: Path, node: str) -> list[tuple[int, str]]:
+    """(t, action) of the node's network-1 fault rows, from its runtime trace."""
+    out = []
+    for f in sorted((work / "trace").glob(f"{node}.*.jsonl")):
+        for line in f.read_text().splitlines():
+            if '"fault"' not in line:
+                continue
+            r = json.loads(line)
+            d = r.get("detail") or {}
+            if isinstance(d, str):
+                d = json.loads(d)
+            if r.get("kind") == "fault" and d.get("network") == 1:
+                out.append((r["t"], d.get("action", "")))
+    return sorted(out)
+
+
+def first_after(rows: list[tuple[int, str]], t0: int, action: str) -> float | None:
+    ts = [t for t, a in rows if a == action and t >= t0]
+    return (min(ts) - t0) / 1e6 if ts else None
 
 
 def one(mode: str, seconds: float, work: Path) -> dict[str, Any]:
@@ -129,9 +143,10 @@ def one(mode: str, seconds: float, work: Path) -> dict[str, Any]:
                 protocol="totem",
                 nodes=nodes,
                 settings={"rrp_mode": mode, **TIMEOUTS},
+                trace_format="jsonl",
                 run_id=cfg0.run_id,
                 origin_ns=cfg0.origin_ns,
-                trace=False,
+                trace_rotate="500ms",
             )
         )
         port = {n: STATUS + k for k, n in enumerate(HOSTS, start=1)}
@@ -160,23 +175,14 @@ def one(mode: str, seconds: float, work: Path) -> dict[str, Any]:
         time.sleep(2)  # warm-up
         before = rate(n1, port["n1"], seconds)
         views0 = status(n1, port["n1"])["metrics"]["views"]
-        t_down = time.monotonic()
+        t_down = time.time_ns() - cfg0.origin_ns
         ip("-n", n3, "link", "set", "eth1", "down")
-        down_ms = until_net1(n3, port["n3"], "faulty", t_down) if mode != "none" else None
+        time.sleep(3)  # detection (read from the trace afterwards), then the window
         after = rate(n1, port["n1"], seconds)
-        t_up = time.monotonic()
+        t_up = time.time_ns() - cfg0.origin_ns
         ip("-n", n3, "link", "set", "eth1", "up")
-        up_ms = until_net1(n3, port["n3"], "healthy", t_up) if mode != "none" else None
+        time.sleep(5)  # re-admission: a probe a second
         views = status(n1, port["n1"])["metrics"]["views"] - views0
-        return {
-            "system": "ringcast",
-            "rrp_mode": mode,
-            "before_msgs_s": round(before),
-            "after_msgs_s": round(after),
-            "down_ms": None if down_ms is None else round(down_ms),
-            "up_ms": None if up_ms is None else round(up_ms),
-            "views": views,
-        }
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)
@@ -187,6 +193,19 @@ def one(mode: str, seconds: float, work: Path) -> dict[str, Any]:
                 p.kill()
         for ns in [*spaces.values(), sw]:
             subprocess.run([IP, "netns", "del", ns], capture_output=True, timeout=10)
+
+    rows = marks(work, "n3")  # the nodes stopped: their traces are complete
+    down_ms = first_after(rows, t_down, "network_faulty")
+    up_ms = first_after(rows, t_up, "network_healthy")
+    return {
+        "system": "ringcast",
+        "rrp_mode": mode,
+        "before_msgs_s": round(before),
+        "after_msgs_s": round(after),
+        "down_ms": None if down_ms is None else round(down_ms),
+        "up_ms": None if up_ms is None else round(up_ms),
+        "views": views,
+    }
 
 
 def main() -> None:

@@ -49,6 +49,9 @@ SETTINGS: dict[str, Setting] = {
     "rrp_autorecovery_check_timeout": Setting(
         "duration", 1_000_000_000, "probe a faulty network this often", 1
     ),
+    "rrp_silence_timeout": Setting(
+        "duration", 250_000_000, "faulty: silent this long while others carry packets", 0
+    ),
     "rrp_flap_window": Setting(
         "duration", 10_000_000_000, "faulty again this soon after re-admission: 2x probes", 0
     ),

@@ -66,6 +66,7 @@ TIMER_PREFIX = "rrp:"
 T_TOKEN = TIMER_PREFIX + "token"
 T_DECAY = TIMER_PREFIX + "decay"
 T_PROBE = TIMER_PREFIX + "probe:"
+T_SILENCE = TIMER_PREFIX + "silence"
 HEALTHY, FAULTY = "healthy", "faulty"
 WINDOW = 4096
 """Packets of one sender remembered for duplicate detection (a copy later than this
@@ -89,6 +90,7 @@ class RrpSettings:
         "mcast_threshold",
         "mode",
         "problem_timeout",
+        "silence",
         "threshold",
         "token_expired",
     )
@@ -110,6 +112,7 @@ class RrpSettings:
         self.mcast_threshold: int = settings.get("rrp_problem_count_mcast_threshold", 100)
         self.autorecovery: int = settings.get("rrp_autorecovery_check_timeout", 1_000_000_000)
         self.flap_window: int = settings.get("rrp_flap_window", 10_000_000_000)
+        self.silence: int = settings.get("rrp_silence_timeout", 250_000_000)
 
 
 class _Dedup:
@@ -191,6 +194,9 @@ class RedundantRing:
         self._needed = [1] * networks
         self._readmitted_at: list[int | None] = [None] * networks
         self._upper_state: dict[str, Any] = {}
+        self._arrivals = 0
+        self._heard_at = [0] * networks
+        self._base = [0] * networks
 
     # ------------------------------------------------------------------ status
 
@@ -207,6 +213,9 @@ class RedundantRing:
     # ------------------------------------------------------------------ Layer
 
     def start(self, now: int) -> Down:
+        self._heard_at = [now] * self.n
+        if self.n > 1 and self.cfg.silence > 0:
+            return [SetTimer(T_SILENCE, self.cfg.silence // 2)]
         return []  # the status rides on the single ring's first StateChanged
 
     def timer(self, name: str, now: int) -> tuple[Up, Down]:
@@ -216,6 +225,8 @@ class RedundantRing:
             self._judge_tokens(now, out, expire_all=False)
         elif name == T_DECAY:
             self._decay(out)
+        elif name == T_SILENCE:
+            self._silence(now, out)
         elif name.startswith(T_PROBE):
             try:
                 k = int(name[len(T_PROBE) :])
@@ -288,6 +299,9 @@ class RedundantRing:
         inner = msg.msg
         token = type(inner) in TOKENS
         first = self._dedup(src, epoch).first(pkt)
+        self._arrivals += 1
+        self._heard_at[net] = now
+        self._base[net] = self._arrivals
         if self.cfg.mode == "active":
             if token:
                 self._token_copy((src, epoch, pkt), first, net, now, out)
@@ -388,6 +402,27 @@ class RedundantRing:
             self._decay_armed = True
             out.append(SetTimer(T_DECAY, self.cfg.problem_timeout))
 
+    def _silence(self, now: int, out: Down) -> None:
+        """A network that carried nothing for ``rrp_silence_timeout`` while the others
+        carried ``rrp_problem_count_threshold`` packets is faulty, whatever the style
+        (ringcast's addition: a dead link is found at a fixed time, not after a number
+        of tokens that a slow ring takes long to pass)."""
+        out.append(SetTimer(T_SILENCE, self.cfg.silence // 2))
+        for k in range(self.n):
+            if (
+                not self.faulty[k]
+                and now - self._heard_at[k] >= self.cfg.silence
+                and self._arrivals - self._base[k] >= self.cfg.threshold
+            ):
+                self._mark_faulty(
+                    k,
+                    now,
+                    out,
+                    reason="silent",
+                    silent_ms=(now - self._heard_at[k]) // 1_000_000,
+                    elsewhere=self._arrivals - self._base[k],
+                )
+
     # ------------------------------------------------------------------ passive detection
 
     def _count(self, token: bool, net: int, now: int, out: Down) -> None:
@@ -438,6 +473,8 @@ class RedundantRing:
             return
         self.faulty[k] = False
         self.problems[k] = 0
+        self._heard_at[k] = now
+        self._base[k] = self._arrivals
         for counts in (self.token_count, self.mcast_count):
             for j in range(self.n):
                 counts[j] = 0
