@@ -99,6 +99,9 @@ def status_table(rows: list[dict[str, Any]]) -> str:
         v = st["view"] or {}
         state = st.get("state") or {}
         state_s = str(state.get("state", state.get("name", "up"))) if state else "up"
+        nets = [f"{k[4:]} {v}" for k, v in sorted(state.items()) if k.startswith("rrp_net")]
+        if nets:  # Totem's redundant ring: each network healthy or faulty
+            state_s += " (" + ", ".join(nets) + ")"
         lines.append(
             (
                 st["node"],

@@ -78,6 +78,8 @@ class NetworkModel:
     corrupt: float = 0.0  # a message's encoded frame gets random bytes flipped in flight
     networks: int = 1
     max_datagram: int = MAX_DATAGRAM
+    loss_per_network: tuple[float, ...] = ()
+    """Extra loss of each network (empty: none), on top of ``loss``."""
     links: tuple[LinkRule, ...] = ()
     drops: tuple[DropRule, ...] = ()
 
@@ -237,6 +239,17 @@ def _parse_network(raw: Any, nodes: tuple[str, ...], where: str) -> NetworkModel
     kw["corrupt"] = _prob(t, "corrupt")
     kw["networks"] = _int(t, "networks", 1, minimum=1)
     kw["max_datagram"] = _int(t, "max_datagram", MAX_DATAGRAM, minimum=0)
+    per_net = t.get("loss_per_network")
+    if per_net is not None:
+        where_pn = t.path("loss_per_network")
+        if not isinstance(per_net, list) or len(per_net) != kw["networks"]:
+            raise _err(
+                where_pn,
+                f"expected a list of one loss probability a network "
+                f"({kw['networks']} networks), got {per_net!r}",
+            )
+        pn = _Table({f"[{k}]": v for k, v in enumerate(per_net)}, where_pn, sep="")
+        kw["loss_per_network"] = tuple(_prob(pn, f"[{k}]") for k in range(len(per_net)))
     links = []
     for i, lr in enumerate(t.get("links", []) or []):
         lt = _Table(lr, f"{t.path('links')}[{i}]")

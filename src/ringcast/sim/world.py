@@ -303,6 +303,10 @@ class Simulation:
         if link.loss and rng.random() < link.loss:
             node.lost += 1
             return
+        per_net = self._net.loss_per_network
+        if per_net and per_net[net] and rng.random() < per_net[net]:
+            node.lost += 1
+            return
         net_model = self._net
         if net_model.corrupt and rng.random() < net_model.corrupt:
             msg = self._corrupted(msg, src, rng)

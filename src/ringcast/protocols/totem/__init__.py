@@ -6,11 +6,13 @@ See ``docs/protocols/totem.md`` for how the seed maps to code and every default.
 
 from __future__ import annotations
 
-from ringcast.core.machine import MachineContext
+from ringcast.core.machine import Machine, MachineContext
+from ringcast.layers import Stack
 from ringcast.protocols.registry import ProtocolSpec, Setting, register
 from ringcast.protocols.totem._messages import MESSAGE_TYPES
 from ringcast.protocols.totem._state import TRANSITIONS, State, render_mermaid
 from ringcast.protocols.totem.machine import TotemMachine
+from ringcast.protocols.totem.rrp import MODES, RedundantRing, RrpSettings
 
 SETTINGS: dict[str, Setting] = {
     "token_timeout": Setting("duration", 200_000_000, "token loss timeout", 1),
@@ -29,12 +31,41 @@ SETTINGS: dict[str, Setting] = {
     "max_messages": Setting("int", 17, "frames one node broadcasts per token visit", 1),
     "frame_size": Setting("int", 1400, "bytes of messages packed into one frame", 64),
     "max_pending": Setting("int", 256, "pending submits before Backpressure(True)", 2),
+    # The redundant ring (docs/protocols/totem-rrp.md); corosync 2's names and defaults.
+    "rrp_mode": Setting("str", "none", f"redundant ring: {', '.join(MODES)}"),
+    "rrp_copies": Setting("int", 2, "active_passive: networks each packet goes on (K)", 2),
+    "rrp_token_expired_timeout": Setting(
+        "duration", 47_000_000, "active: wait this long for a token's copy on each network", 1
+    ),
+    "rrp_problem_count_threshold": Setting(
+        "int", 10, "active: missed token copies / passive: tokens behind, to be faulty", 1
+    ),
+    "rrp_problem_count_mcast_threshold": Setting(
+        "int", 100, "passive: frames behind the best network to be faulty", 1
+    ),
+    "rrp_problem_count_timeout": Setting(
+        "duration", 2_000_000_000, "active: a problem count decays by one this often", 1
+    ),
+    "rrp_autorecovery_check_timeout": Setting(
+        "duration", 1_000_000_000, "probe a faulty network this often", 1
+    ),
+    "rrp_silence_timeout": Setting(
+        "duration", 250_000_000, "faulty: silent this long while others carry packets", 0
+    ),
+    "rrp_flap_window": Setting(
+        "duration", 10_000_000_000, "faulty again this soon after re-admission: 2x probes", 0
+    ),
 }
 
 
-def _factory(ctx: MachineContext) -> TotemMachine:
+def _factory(ctx: MachineContext) -> Machine:
     settings = SPEC.resolve_settings(ctx.settings) if ctx.settings is not None else {}
-    return TotemMachine(ctx, settings)
+    rrp = RrpSettings(settings, ctx.networks)
+    machine = TotemMachine(ctx, settings)
+    if rrp.mode == "none":
+        return machine  # the single ring alone: its traces as they always were
+    layer = RedundantRing(ctx.node_id, ctx.networks, rrp, epoch=ctx.seed, peers=ctx.peers)
+    return Stack(machine, layer)
 
 
 SPEC = register(
@@ -59,7 +90,8 @@ SPEC = register(
         order_scope="view",
         trace_kinds=("token", "retransmit"),
         timeout="token_timeout",
-        wire_ids=(0x0200, 0x02FF),
+        wire_ids=(0x0200, 0x02FF),  # and the redundant ring's 0x0501-0x0502
+        networks=None,  # the redundant ring uses any number (rrp_mode)
     )
 )
 
@@ -68,6 +100,7 @@ __all__ = [
     "SETTINGS",
     "SPEC",
     "TRANSITIONS",
+    "RedundantRing",
     "State",
     "TotemMachine",
     "render_mermaid",
