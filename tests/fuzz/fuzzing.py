@@ -196,10 +196,11 @@ def machines_in_states(name: str, *, per_state: int = 2) -> dict[str, list[Any]]
 # ------------------------------------------------------------ state comparison
 
 
-_SKIP = {"now", "ctx", "_current_ev", "last_heard"}
+_SKIP = {"now", "ctx", "_current_ev", "last_heard", "dropped", "drops", "counters"}
 """Not compared: a machine's clock and context, Totem's dispatch bookkeeping, and a
 failure detector's ``last_heard`` (any frame from a peer, even one dropped, is a sign
-that the peer is alive: that is what the detector is for)."""
+that the peer is alive: that is what the detector is for), and the drop counters
+(``dropped``, ``drops``, ``counters``: a dropped message is counted, which is the point)."""
 
 
 def _norm(v: Any, depth: int = 0) -> Any:

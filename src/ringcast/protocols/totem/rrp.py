@@ -148,6 +148,7 @@ class RedundantRing:
 
     timer_prefix: ClassVar[str] = TIMER_PREFIX
     down_types: ClassVar[frozenset[type]] = frozenset({Send, Multicast, StateChanged})
+    up_types: ClassVar[frozenset[type]] = frozenset({Received})
 
     def __init__(
         self,
