@@ -74,8 +74,9 @@ SETTINGS = {
     "primary_component": Setting(
         "bool",
         True,
-        "only a ring holding a majority of the last committed and last reserved views "
-        "keeps or regenerates the token (false: the seed's rule, no partition safety)",
+        "only a ring holding a majority of the group's universe (every node of the "
+        "broadcast domain; ties: the half with its first node) reserves a view, keeps "
+        "or regenerates the token (false: the seed's rule, no partition safety)",
     ),
 }
 

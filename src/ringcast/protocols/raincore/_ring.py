@@ -39,7 +39,9 @@ def route_from(view: Sequence[NodeId], node: NodeId) -> tuple[NodeId, ...]:
 def has_quorum(nodes: Iterable[NodeId], base: Sequence[NodeId]) -> bool:
     """A strict majority of ``base``, or exactly half of it including its first member.
 
-    An empty ``base`` (a node that never committed a view) imposes nothing.
+    Any two sets that pass against the same ``base`` share a node (two disjoint
+    halves cannot both hold ``base[0]``). The machine passes the universe, sorted, as
+    ``base`` (decision 1). An empty ``base`` imposes nothing.
     """
     if not base:
         return True
