@@ -212,11 +212,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--mode", action="append", default=None)
+    ap.add_argument("--keep", type=Path, default=None, help="keep the nodes' files here")
     a = ap.parse_args()
-    with tempfile.TemporaryDirectory() as d:
+    with tempfile.TemporaryDirectory() as tmp:
+        d = a.keep or Path(tmp)
         for mode in a.mode or ["none", "active", "passive"]:
-            work = Path(d) / mode
-            work.mkdir()
+            work = d / mode
+            work.mkdir(parents=True)
             print(json.dumps(one(mode, a.seconds, work)), flush=True)
 
 

@@ -35,7 +35,7 @@ SETTINGS: dict[str, Setting] = {
     "rrp_mode": Setting("str", "none", f"redundant ring: {', '.join(MODES)}"),
     "rrp_copies": Setting("int", 2, "active_passive: networks each packet goes on (K)", 2),
     "rrp_token_expired_timeout": Setting(
-        "duration", 47_000_000, "active: wait this long for a token's copy on each network", 1
+        "duration", 0, "active: wait for a token's copy on each network (0: retransmit)", 0
     ),
     "rrp_problem_count_threshold": Setting(
         "int", 10, "active: missed token copies / passive: tokens behind, to be faulty", 1
@@ -50,7 +50,7 @@ SETTINGS: dict[str, Setting] = {
         "duration", 1_000_000_000, "probe a faulty network this often", 1
     ),
     "rrp_silence_timeout": Setting(
-        "duration", 250_000_000, "faulty: silent this long while others carry packets", 0
+        "duration", 250_000_000, "faulty: silent this long while others carry 100+ packets", 0
     ),
     "rrp_flap_window": Setting(
         "duration", 10_000_000_000, "faulty again this soon after re-admission: 2x probes", 0

@@ -18,7 +18,8 @@ counter), so duplicates are dropped on the way up whatever the packet is. Faulty
 networks are detected as corosync 2 does (``totemrrp.c``):
 
 - active: a token copy that does not arrive on a network within
-  ``rrp_token_expired_timeout`` of the first copy adds one to that network's problem
+  ``rrp_token_expired_timeout`` (default: ``token_retransmit_timeout``) of the first
+  copy adds one to that network's problem
   counter; at ``rrp_problem_count_threshold`` the network is faulty; every counter
   above zero decays by one each ``rrp_problem_count_timeout``;
 - passive and active-passive: tokens and frames received are counted per network; a
@@ -106,7 +107,10 @@ class RrpSettings:
                 f"settings.rrp_copies: active_passive needs 1 < rrp_copies < networks, "
                 f"got rrp_copies = {self.copies} with {networks} networks"
             )
-        self.token_expired: int = settings.get("rrp_token_expired_timeout", 47_000_000)
+        # 0: the single ring's token retransmission timeout (corosync's default)
+        self.token_expired: int = settings.get("rrp_token_expired_timeout", 0) or settings.get(
+            "token_retransmit_timeout", 47_000_000
+        )
         self.problem_timeout: int = settings.get("rrp_problem_count_timeout", 2_000_000_000)
         self.threshold: int = settings.get("rrp_problem_count_threshold", 10)
         self.mcast_threshold: int = settings.get("rrp_problem_count_mcast_threshold", 100)
@@ -405,7 +409,10 @@ class RedundantRing:
 
     def _silence(self, now: int, out: Down) -> None:
         """A network that carried nothing for ``rrp_silence_timeout`` while the others
-        carried ``rrp_problem_count_threshold`` packets is faulty, whatever the style
+        carried ``rrp_problem_count_mcast_threshold`` packets is faulty, whatever the
+        style. (A busy host reads its sockets one after the other: a few dozen packets
+        read from one network while the other waits are no sign of a fault; the
+        runtime showed it with ten.)
         (ringcast's addition: a dead link is found at a fixed time, not after a number
         of tokens that a slow ring takes long to pass)."""
         out.append(SetTimer(T_SILENCE, self.cfg.silence // 2))
@@ -413,7 +420,7 @@ class RedundantRing:
             if (
                 not self.faulty[k]
                 and now - self._heard_at[k] >= self.cfg.silence
-                and self._arrivals - self._base[k] >= self.cfg.threshold
+                and self._arrivals - self._base[k] >= self.cfg.mcast_threshold
             ):
                 self._mark_faulty(
                     k,
