@@ -53,12 +53,12 @@ class Nakack:
     # -- views
 
     def install(self, view: GView, now: int, out: list[Effect]) -> None:
+        self.stale += sum(len(r.pending) for r in self.rx.values())  # lost to the change
         self.view = view
         self.seqno = 0
         self.sent.clear()
         self.acked_by = {}
         self.rx = {m: _Rx() for m in view.members if m != self.node_id}
-        self.stale += sum(len(r.pending) for r in self.rx.values())
         waiting = self.future.pop(view.view_id, [])
         self.future = {
             vid: lst
