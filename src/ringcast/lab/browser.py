@@ -11,6 +11,7 @@ names another executable); Playwright's own browser downloads are never used.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -53,6 +54,9 @@ class PageResult:
     charts: int = 0
     rendered: int = 0
     failed_requests: list[str] = field(default_factory=list)
+    focus: tuple[float, float] | None = None
+    """The x range of the page's first chart once loaded (a diagram opened on a
+    counterexample zooms to it)."""
 
 
 @contextmanager
@@ -86,6 +90,12 @@ CHARTS_JS = """() => {
 }"""
 
 
+RANGE_JS = """() => {
+  const d = document.querySelector('.plotly-graph-div');
+  return d && d._fullLayout && d._fullLayout.xaxis ? d._fullLayout.xaxis.range : null;
+}"""
+
+
 def load(
     b: Any,
     page_path: Path,
@@ -95,9 +105,13 @@ def load(
     width: int = 1200,
     height: int = 900,
     selector: str | None = None,
+    timeout: float = 30.0,
 ) -> PageResult:
     """Open ``page_path`` (a local file) in ``b``; collect script errors and count the
-    Plotly charts that rendered; optionally save a PNG of the page (or of ``selector``)."""
+    Plotly charts that rendered (waiting up to ``timeout`` seconds for all of them);
+    optionally save a PNG of the page (or of ``selector``)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     result = PageResult()
     page = b.new_page()
     page.set_viewport_size({"width": width, "height": height})
@@ -110,8 +124,14 @@ def load(
     try:
         url = Path(page_path).resolve().as_uri() + (f"#{fragment}" if fragment else "")
         page.goto(url, wait_until="load")
-        page.wait_for_timeout(300)
+        with contextlib.suppress(PlaywrightTimeout):  # counted below, drawn or not
+            page.wait_for_function(
+                f"() => {{ const [n, ok] = ({CHARTS_JS})(); return n === ok; }}",
+                timeout=timeout * 1000,
+            )
         result.charts, result.rendered = page.evaluate(CHARTS_JS)
+        rng = page.evaluate(RANGE_JS)
+        result.focus = (float(rng[0]), float(rng[1])) if rng else None
         if screenshot is not None:
             screenshot.parent.mkdir(parents=True, exist_ok=True)
             if selector:
