@@ -276,7 +276,9 @@ def render_report(
     )
     parts.append("<h2 id='convergence'>Convergence after faults</h2>")
     conv = metrics.get("convergence", [])
-    parts.append(_chart(charts.convergence(metrics), "chart-convergence", "no faults in these runs"))
+    parts.append(
+        _chart(charts.convergence(metrics), "chart-convergence", "no faults in these runs")
+    )
     parts.append(
         _collapsed(
             "convergence table (per protocol and fault action)",
