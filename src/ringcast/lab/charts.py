@@ -35,6 +35,8 @@ METRICS = (
     ("bytes_per_message", "bytes sent per delivered message"),
     ("retransmits_per_message", "retransmissions per delivered message"),
 )
+LOG_METRICS = frozenset({"messages_per_s", "deliveries_per_s"})
+"""Drawn on a log axis: they span orders of magnitude between scenarios."""
 FACET_COLUMNS = 3
 
 
@@ -56,7 +58,7 @@ def _subplots(titles: list[str], **kw: Any) -> Any:
         cols=cols,
         subplot_titles=titles,
         horizontal_spacing=0.07,
-        vertical_spacing=min(0.12, 0.35 / max(rows - 1, 1)) if rows > 1 else 0.1,
+        vertical_spacing=min(0.2, 0.5 / max(rows - 1, 1)) if rows > 1 else 0.1,
         **kw,
     )
 
@@ -116,7 +118,7 @@ def latency_cdf(metrics: dict[str, Any]) -> dict[str, Any] | None:
     fig.update_yaxes(title_text="fraction delivered within", col=1)
     rows_n, _ = _grid(len(faults))
     fig.update_layout(
-        height=120 + 260 * rows_n,
+        height=130 + 300 * rows_n,
         title_text="submit-to-deliver latency: CDF per fault set, protocol (colour), order (dash)",
         hovermode="closest",
         legend={"title": {"text": "protocol, order"}},
@@ -158,7 +160,8 @@ def throughput(metrics: dict[str, Any]) -> dict[str, Any] | None:
             key = (str(r["scenario"]), _without_size(r.get("params"), str(r.get("point"))))
             lines.setdefault(key, []).append(r)
         scenarios = sorted({key[0] for key in lines})
-        for (scenario, rest), group in sorted(lines.items()):
+        rests = sorted({key[1] for key in lines})
+        for j, ((scenario, rest), group) in enumerate(sorted(lines.items())):
             colour = palette[scenarios.index(scenario) % len(palette)]
             sizes = sorted({int(r["nodes"]) for r in group})
             name = f"{scenario} ({rest})" if rest != "-" else scenario
@@ -167,10 +170,10 @@ def throughput(metrics: dict[str, Any]) -> dict[str, Any] | None:
                 x=sizes,
                 y=[None] * len(sizes),
                 mode="lines",
-                line={"color": colour, "width": 1.5},
+                line={"color": colour, "width": 1.5, "dash": DASHES[rests.index(rest) % 5]},
                 name=name,
                 legendgroup=f"{proto}/{name}",
-                legendgrouptitle={"text": proto} if scenario == scenarios[0] else None,
+                legendgrouptitle={"text": proto} if j == 0 else None,
                 hoverinfo="skip",
                 row=row,
                 col=col,
@@ -208,22 +211,38 @@ def throughput(metrics: dict[str, Any]) -> dict[str, Any] | None:
     first = METRICS[0][0]
     for trace, ys in zip(fig.data, traces_y[first], strict=True):
         trace.y = ys
+    axes = [k for k in fig.layout.to_plotly_json() if k.startswith("yaxis")]
     buttons = [
         {
             "label": label,
             "method": "update",
-            "args": [{"y": traces_y[m]}, {"title.text": f"{label} against group size"}],
+            "args": [
+                {"y": traces_y[m]},
+                {
+                    "title.text": f"{label} against group size",
+                    **{f"{a}.type": "log" if m in LOG_METRICS else "linear" for a in axes},
+                },
+            ],
         }
         for m, label in METRICS
     ]
     rows_n, _ = _grid(len(protocols))
     fig.update_xaxes(title_text="nodes", dtick=1)
-    fig.update_yaxes(rangemode="tozero")
+    fig.update_yaxes(type="log" if first in LOG_METRICS else "linear")
     fig.update_layout(
-        height=140 + 300 * rows_n,
-        title_text=f"{METRICS[0][1]} against group size",
-        updatemenus=[{"buttons": buttons, "x": 0, "y": 1.13, "xanchor": "left", "yanchor": "top"}],
-        margin={"t": 110},
+        height=170 + 320 * rows_n,
+        title={"text": f"{METRICS[0][1]} against group size", "y": 0.98, "yanchor": "top"},
+        updatemenus=[
+            {
+                "buttons": buttons,
+                "x": 1.0,
+                "y": 1.0,
+                "xanchor": "right",
+                "yanchor": "bottom",
+                "pad": {"b": 30},
+            }
+        ],
+        margin={"t": 130},
         hovermode="closest",
         legend={"groupclick": "toggleitem", "font": {"size": 10}},
     )

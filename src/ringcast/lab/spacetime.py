@@ -166,7 +166,7 @@ def _arrows(
     segments: list[tuple[float, float, float, float]],
     colour: str,
     width: float,
-    dash: str = "solid",
+    opacity: float = 0.55,
 ) -> dict:
     total = len(segments)
     if total > MAX_ARROWS:
@@ -182,8 +182,8 @@ def _arrows(
         "name": label,
         "x": xs,
         "y": ys,
-        "line": {"width": width, "color": colour, "dash": dash},
-        "opacity": 0.55,
+        "line": {"width": width, "color": colour},
+        "opacity": opacity,
         "hoverinfo": "skip",
         "legendgroup": name,
     }
@@ -408,7 +408,7 @@ def figure(
         if j >= 0 and ns[j] in lane:
             token_arrows.append((_ms(ts[j]), lane[ns[j]], _ms(rows.t[k]), lane[rows.node[k]]))
     if token_arrows:
-        traces.append(_arrows("token pass", token_arrows, "#ff7f0e", 1.0, dash="dot"))
+        traces.append(_arrows("token pass", token_arrows, "#e6550d", 1.4, opacity=0.85))
     if token_marks[0]:
         traces.append(
             {
