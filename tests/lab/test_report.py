@@ -228,7 +228,8 @@ def test_diagram_of_a_simulated_run(sim_dir: Path) -> None:
     ticks = next(t for t in fig["data"] if t["name"] == "deliver")
     assert len(ticks["x"]) == sum(r["kind"] == "deliver" for r in rows)
     mark = next(t for t in fig["data"] if t["name"] == "total_order #1")
-    assert mark["y"] == [nodes.index(node)] and mark["meta"]["highlight"] == "total_order-1"
+    assert mark["y"] == [nodes.index(node), None] and mark["text"][0] == msg
+    assert mark["meta"]["highlight"] == "total_order-1"
 
 
 def test_token_passes_become_arrows(tmp_path: Path) -> None:

@@ -1,11 +1,12 @@
 """A space-time diagram of one run, drawn the way ShiViz and Maelstrom's timeline draw one.
 
 One lane per node, time to the right. On each lane: the configurations the node
-installed as bands (one colour per configuration id, named in the legend with its
-members; transitional ones paler), faults as marked spans (a crash until the restart,
-a pause until the resume, a partition until the heal, a link down until it is up
-again, a leave until the join) with a marker where each begins, lock holds as bars,
-submits as dots and deliveries as ticks. Between lanes: an arrow from a message's
+installed as bands (one colour per configuration as installed, its id, members and
+kind, named so in the legend; transitional ones paler), faults as marked spans (a
+crash until the restart, a pause until the resume, a partition until the heal, a link
+down until it is up again, a leave until the join) with a marker where each begins,
+lock holds as bars, submits as dots and deliveries as ticks. Between lanes: an arrow
+from a message's
 ``submit`` to each of its deliveries at other nodes, and an arrow for each token pass
 (a ``token`` row with op ``sent`` matched to the next ``received`` of the same
 sequence number at another node). Counterexamples found by the lab's checks are drawn
@@ -227,10 +228,11 @@ def figure(
         if rows.kind[k] == "fault" and rows.detail[k].get("action") in ("crash", "leave"):
             stops.setdefault(rows.node[k], []).append(rows.t[k])
 
-    # views as bands
-    view_ids: list[str] = []
-    bands: dict[str, list[tuple[float, float, float, str]]] = {}
-    view_info: dict[str, tuple[list[str], bool]] = {}
+    # views as bands: one colour per configuration as a node installed it (its id,
+    # members and kind), so that nodes which disagree on one id show two colours
+    ViewKey = tuple[str, tuple[str, ...], bool]
+    view_keys: list[ViewKey] = []
+    bands: dict[ViewKey, list[tuple[float, float, float, str]]] = {}
     by_node: dict[str, list[int]] = {}
     for k in range(rows.n):
         if rows.kind[k] == "view" and rows.node[k] in lane:
@@ -243,24 +245,24 @@ def figure(
             later = [s for s in stops.get(node, []) if s >= t0]
             if later:
                 t1 = min(t1, min(later))
-            members = list(rows.members[k] or [])
-            if vid not in view_info:
-                view_ids.append(vid)
-                view_info[vid] = (members, bool(rows.transitional[k]))
+            members = tuple(rows.members[k] or [])
+            key = (vid, members, bool(rows.transitional[k]))
+            if key not in bands:
+                view_keys.append(key)
             text = (
                 f"{node}: configuration {vid}"
                 f"{' (transitional)' if rows.transitional[k] else ''}<br>"
                 f"members {', '.join(members) or '(none)'}<br>"
                 f"installed at {_ms(t0)} ms"
             )
-            bands.setdefault(vid, []).append((_ms(t0), _ms(max(t1, t0)), lane[node], text))
-    for j, vid in enumerate(view_ids):
-        members, transitional = view_info[vid]
+            bands.setdefault(key, []).append((_ms(t0), _ms(max(t1, t0)), lane[node], text))
+    for j, key in enumerate(view_keys):
+        vid, members, transitional = key
         colour = VIEW_COLOURS[j % len(VIEW_COLOURS)]
         traces.append(
             _boxes(
                 f"view {vid} {{{','.join(members)}}}" + (" transitional" if transitional else ""),
-                bands[vid],
+                bands[key],
                 colour,
                 opacity=0.45 if transitional else 0.85,
                 legendgroup="views",
@@ -504,26 +506,44 @@ def _highlight(rows: _Rows, lane: dict[str, int], h: Highlight) -> list[dict[str
         delivered = [k for k in picked if rows.kind[k] == "deliver"]
         picked = delivered or picked
     picked = sorted(picked, key=lambda k: rows.t[k])[:60]
-    xs = [_ms(rows.t[k]) for k in picked]
-    when = [x for x in xs] or ([_ms(h.t)] if h.t is not None else [])
+    when = [_ms(rows.t[k]) for k in picked] or ([_ms(h.t)] if h.t is not None else [])
     meta: dict[str, Any] = {"highlight": h.id}
     if when:
         pad = max((max(when) - min(when)) * 0.3, 5.0)
-        meta["range"] = [round(min(when) - pad, 3), round(max(when) + pad, 3)]
-    text = [
-        f"{h.label}<br>{rows.node[k]} {rows.kind[k]} {rows.msg[k] or rows.view[k] or ''} "
-        f"at {_ms(rows.t[k])} ms<br>{h.note}"
-        for k in picked
-    ]
+        meta["range"] = [round(max(min(when) - pad, -1.0), 3), round(max(when) + pad, 3)]
+    # the events of each node joined along its lane (the two deliveries a node made
+    # in the wrong order read left to right), labelled with their message or view
+    xs: list[float | None] = []
+    ys: list[int | None] = []
+    labels: list[str] = []
+    texts: list[str] = []
+    for node in sorted({rows.node[k] for k in picked}):
+        for k in (k for k in picked if rows.node[k] == node):
+            xs.append(_ms(rows.t[k]))
+            ys.append(lane[node])
+            op = rows.detail[k].get("op") or rows.detail[k].get("action") or ""
+            if rows.kind[k] == "view":
+                label = f"{rows.view[k]} {{{','.join(rows.members[k] or [])}}}"
+            else:
+                label = str(rows.msg[k] or rows.view[k] or f"{rows.kind[k]} {op}")
+            labels.append(label)
+            texts.append(
+                f"{h.label}<br>{node} {rows.kind[k]} {rows.msg[k] or rows.view[k] or ''} "
+                f"at {_ms(rows.t[k])} ms<br>{h.note}"
+            )
+        xs.append(None)
+        ys.append(None)
+        labels.append("")
+        texts.append("")
     out: list[dict[str, Any]] = [
         {
             "type": "scatter",
-            "mode": "markers+lines",
+            "mode": "markers+lines+text",
             "name": h.label,
             "legendgroup": h.id,
             "legendgrouptitle": {"text": "violations"},
             "x": xs,
-            "y": [lane[rows.node[k]] for k in picked],
+            "y": ys,
             "marker": {
                 "symbol": "circle-open",
                 "size": 18,
@@ -531,7 +551,10 @@ def _highlight(rows: _Rows, lane: dict[str, int], h: Highlight) -> list[dict[str
                 "line": {"width": 3},
             },
             "line": {"color": "#d00", "width": 2, "dash": "dash"},
-            "text": text,
+            "text": labels,
+            "textposition": "top center",
+            "textfont": {"color": "#d00", "size": 12},
+            "hovertext": texts,
             "hoverinfo": "text",
             "meta": meta,
         }
