@@ -29,7 +29,7 @@ h2{margin-top:1.8em;border-bottom:1px solid #eee;padding-bottom:.2em}
 .verdict.ok{background:#1a7f37}.verdict.bad{background:#c00}
 .cx{border-left:4px solid #c00;background:#fff6f6;padding:.4em .8em;margin:.5em 0}
 .chart{margin:1em 0}details{margin:.6em 0}summary{cursor:pointer;color:#0550ae}
-.note{color:#555;font-size:13px}
+.note{color:#555;font-size:13px}a.diagram{white-space:nowrap}
 """
 LATENCY_COLUMNS = [
     "protocol",
@@ -110,7 +110,7 @@ def counterexample_id(prop: str, k: int) -> str:
 def _link(run: str, timelines: Mapping[str, str], anchor: str = "", out_dir: str = "OUT") -> str:
     if run in timelines:
         href = escape(timelines[run] + (f"#{anchor}" if anchor else ""), quote=True)
-        return f"<a href='{href}'>space-time diagram</a>"
+        return f"<a class='diagram' href='{href}'>space-time diagram</a>"
     return (
         f"<span class='note'>diagram: <code>ringcast lab timeline {escape(out_dir)} "
         f"--run '{escape(run)}'</code></span>"
