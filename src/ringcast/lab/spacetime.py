@@ -6,9 +6,8 @@ kind, named so in the legend; transitional ones paler), faults as marked spans (
 crash until the restart, a pause until the resume, a partition until the heal, a link
 down until it is up again, a leave until the join) with a marker where each begins,
 lock holds as bars, submits as dots and deliveries as ticks. Between lanes: an arrow
-from a message's
-``submit`` to each of its deliveries at other nodes, and an arrow for each token pass
-(a ``token`` row with op ``sent`` matched to the next ``received`` of the same
+from a message's ``submit`` to each of its deliveries at other nodes, and an arrow for
+each token pass (a ``token`` row with op ``sent`` matched to the next ``received`` of the same
 sequence number at another node). Counterexamples found by the lab's checks are drawn
 as highlighted events (``Highlight``); the diagram opened with ``#<highlight id>`` in
 its address shows only that one and zooms to it.
