@@ -105,7 +105,7 @@ def load(
     width: int = 1200,
     height: int = 900,
     selector: str | None = None,
-    timeout: float = 30.0,
+    timeout: float = 90.0,
 ) -> PageResult:
     """Open ``page_path`` (a local file) in ``b``; collect script errors and count the
     Plotly charts that rendered (waiting up to ``timeout`` seconds for all of them);
@@ -123,7 +123,7 @@ def load(
     page.on("requestfailed", lambda r: result.failed_requests.append(r.url))
     try:
         url = Path(page_path).resolve().as_uri() + (f"#{fragment}" if fragment else "")
-        page.goto(url, wait_until="load")
+        page.goto(url, wait_until="load", timeout=timeout * 1000)
         with contextlib.suppress(PlaywrightTimeout):  # counted below, drawn or not
             page.wait_for_function(
                 f"() => {{ const [n, ok] = ({CHARTS_JS})(); return n === ok; }}",

@@ -14,9 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ringcast.lab.errors import LabError
 from ringcast.lab.report import counterexample_id
-from ringcast.lab.spacetime import Highlight, figure, read_run, run_file_name, to_html
+from ringcast.lab.spacetime import Highlight, figure, read_runs, run_file_name, to_html
 
 TIMELINES_DIR = "timelines"
 PLOTLY_JS = "plotly.min.js"
@@ -65,13 +64,13 @@ def draw(
     rest = [r for r in sample(metrics) if r not in marks][:MAX_SAMPLE]
     written: dict[str, str] = {}
     used = 0
+    tables = read_runs(source, failing + rest)  # one scan for all of them
     for run in failing + rest:
         if run not in marks and used > BUDGET_BYTES:
             break
-        try:
-            table, run, found = read_run(source, run)
-        except LabError:  # not among these traces: the report gives the command instead
+        if run not in tables:  # not among these traces: the report gives the command
             continue
+        table, found = tables[run]
         fig = figure(
             table, run=run, protocol=protocols.get(run) or found, highlights=marks.get(run, ())
         )

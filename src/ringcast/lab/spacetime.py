@@ -82,7 +82,8 @@ class Highlight:
 
 @dataclass
 class _Rows:
-    """A run's rows as plain columns, sorted by (node, i)."""
+    """A run's rows as plain columns, sorted by (node, i); the row numbers of each kind
+    in :meth:`of`; ``detail`` parsed on first use (most rows never need it)."""
 
     node: list[str]
     t: list[int]
@@ -92,23 +93,47 @@ class _Rows:
     view: list[str | None]
     members: list[list[str] | None]
     transitional: list[bool | None]
-    detail: list[dict[str, Any]]
+    raw_detail: list[str | None]
     n: int = field(init=False)
+    by_kind: dict[str, list[int]] = field(init=False)
+    detail: _Details = field(init=False)
 
     def __post_init__(self) -> None:
         self.n = len(self.t)
+        self.by_kind = {}
+        for k, kind in enumerate(self.kind):
+            self.by_kind.setdefault(kind, []).append(k)
+        self.detail = _Details(self.raw_detail)
+
+    def of(self, *kinds: str) -> list[int]:
+        """The row numbers of ``kinds``, in row order."""
+        if len(kinds) == 1:
+            return self.by_kind.get(kinds[0], [])
+        return sorted(k for kind in kinds for k in self.by_kind.get(kind, []))
+
+
+class _Details:
+    """``detail`` JSON parsed on demand: a dict per row ({} when null or not an object)."""
+
+    def __init__(self, raw: list[str | None]):
+        self.raw = raw
+        self.parsed: dict[int, dict[str, Any]] = {}
+
+    def __getitem__(self, k: int) -> dict[str, Any]:
+        v = self.parsed.get(k)
+        if v is None:
+            try:
+                v = json.loads(self.raw[k]) if self.raw[k] else {}
+            except ValueError:
+                v = {}
+            v = v if isinstance(v, dict) else {}
+            self.parsed[k] = v
+        return v
 
 
 def _rows(table: pa.Table) -> _Rows:
     table = table.sort_by([("node", "ascending"), ("i", "ascending")])
     cols = {c: table.column(c).to_pylist() for c in table.column_names}
-    details = []
-    for d in cols["detail"]:
-        try:
-            v = json.loads(d) if d else {}
-        except ValueError:
-            v = {}
-        details.append(v if isinstance(v, dict) else {})
     return _Rows(
         node=cols["node"],
         t=cols["t"],
@@ -118,12 +143,13 @@ def _rows(table: pa.Table) -> _Rows:
         view=cols["view"],
         members=cols["members"],
         transitional=cols["transitional"],
-        detail=details,
+        raw_detail=cols["detail"],
     )
 
 
 def _ms(t: int) -> float:
-    return round(t / MS, 3)
+    """Nanoseconds as milliseconds to the microsecond (short in the page's JSON)."""
+    return (t // 1000) / 1000
 
 
 def _sender(msg: str) -> str:
@@ -223,7 +249,7 @@ def figure(
 
     # which nodes a crash or leave ends the views of, and when
     stops: dict[str, list[int]] = {}
-    for k in range(rows.n):
+    for k in rows.of("fault"):
         if rows.kind[k] == "fault" and rows.detail[k].get("action") in ("crash", "leave"):
             stops.setdefault(rows.node[k], []).append(rows.t[k])
 
@@ -233,7 +259,7 @@ def figure(
     view_keys: list[ViewKey] = []
     bands: dict[ViewKey, list[tuple[float, float, float, str]]] = {}
     by_node: dict[str, list[int]] = {}
-    for k in range(rows.n):
+    for k in rows.of("view"):
         if rows.kind[k] == "view" and rows.node[k] in lane:
             by_node.setdefault(rows.node[k], []).append(k)
     for node, ks in by_node.items():
@@ -273,7 +299,7 @@ def figure(
     spans: dict[str, list[tuple[float, float, float, str]]] = {}
     starts: dict[str, tuple[list[float], list[int], list[str]]] = {}
     open_: dict[tuple[str, str], tuple[int, str]] = {}
-    for k in range(rows.n):
+    for k in rows.of("fault"):
         if rows.kind[k] != "fault" or rows.node[k] not in lane:
             continue
         d = rows.detail[k]
@@ -331,7 +357,7 @@ def figure(
     # lock holds
     holds: list[tuple[float, float, float, str]] = []
     granted: dict[str, int] = {}
-    for k in range(rows.n):
+    for k in rows.of("lock", "fault"):
         node = rows.node[k]
         if node not in lane:
             continue
@@ -350,12 +376,12 @@ def figure(
 
     # message arrows, submits as dots, deliveries as ticks
     submit_at: dict[str, tuple[str, int]] = {}
-    for k in range(rows.n):
+    for k in rows.of("submit"):
         if rows.kind[k] == "submit" and rows.msg[k] is not None:
             submit_at.setdefault(rows.msg[k], (rows.node[k], rows.t[k]))  # type: ignore[index]
     msg_arrows: list[tuple[float, float, float, float]] = []
     ticks: tuple[list[float], list[int], list[str]] = ([], [], [])
-    for k in range(rows.n):
+    for k in rows.of("deliver"):
         if rows.kind[k] != "deliver" or rows.msg[k] is None or rows.node[k] not in lane:
             continue
         msg = str(rows.msg[k])
@@ -373,7 +399,7 @@ def figure(
     # token passes: sent -> the next received of the same sequence number elsewhere
     sent: dict[Any, tuple[list[int], list[str]]] = {}
     token_marks: tuple[list[float], list[int], list[str]] = ([], [], [])
-    for k in range(rows.n):
+    for k in rows.of("token"):
         if rows.kind[k] != "token":
             continue
         d = rows.detail[k]
@@ -394,7 +420,7 @@ def figure(
         ts_ns[0][:] = [ts_ns[0][j] for j in order]
         ts_ns[1][:] = [ts_ns[1][j] for j in order]
     token_arrows: list[tuple[float, float, float, float]] = []
-    for k in range(rows.n):
+    for k in rows.of("token"):
         d = rows.detail[k]
         if rows.kind[k] != "token" or d.get("op") != "received" or rows.node[k] not in lane:
             continue
@@ -424,7 +450,7 @@ def figure(
             }
         )
 
-    subs = [k for k in range(rows.n) if rows.kind[k] == "submit" and rows.node[k] in lane]
+    subs = [k for k in rows.of("submit") if rows.node[k] in lane]
     if subs:
         traces.append(
             {
@@ -492,7 +518,8 @@ def _highlight(rows: _Rows, lane: dict[str, int], h: Highlight) -> list[dict[str
     nodes = set(h.nodes) or set(lane)
     msgs, views, times = set(h.msgs), set(h.views), set(h.times)
     picked = []
-    for k in range(rows.n):
+    candidates = rows.of("deliver", "submit", "view") if msgs or views else range(rows.n)
+    for k in candidates:
         if rows.node[k] not in nodes or rows.node[k] not in lane:
             continue
         kind = rows.kind[k]
@@ -627,14 +654,32 @@ def run_file_name(run: str) -> str:
     return f"{slug}-{hashlib.sha1(run.encode()).hexdigest()[:8]}.html"
 
 
+def _read_plain(path: Path) -> tuple[pa.Table, str | None]:
+    """A trace that is not a sweep output, and its protocol when a ``summary.json``
+    beside it names one."""
+    from ringcast.trace.reader import read_trace
+    from ringcast.trace.validate import TraceSchemaError
+
+    try:
+        table = read_trace(path)
+    except TraceSchemaError as e:
+        raise LabError(str(e)) from None
+    protocol = None
+    summary = (path if path.is_dir() else path.parent) / "summary.json"
+    if summary.is_file():
+        try:
+            protocol = json.loads(summary.read_text()).get("protocol")
+        except ValueError:
+            protocol = None
+    return table, protocol
+
+
 def read_run(path: Path, run: str | None = None) -> tuple[pa.Table, str, str | None]:
     """The trace rows of one run at ``path`` (a sweep output, a ``ringcast sim``
     output, a trace directory or file of the runtime) with the run's id and protocol
     (when the input says). ``run`` is needed when ``path`` holds several runs."""
     from ringcast.lab.load import RUNS_FILE, TRACES_DIR
-    from ringcast.trace.reader import read_trace
     from ringcast.trace.schema import COLUMNS
-    from ringcast.trace.validate import TraceSchemaError
 
     path = Path(path)
     if not path.exists():
@@ -661,16 +706,7 @@ def read_run(path: Path, run: str | None = None) -> tuple[pa.Table, str, str | N
         data = ds.dataset(part if part.is_dir() else path / TRACES_DIR, format="parquet")
         table = data.to_table(columns=list(COLUMNS), filter=pc.field("run") == run)
         return table, run, protocol
-    try:
-        table = read_trace(path)
-    except TraceSchemaError as e:
-        raise LabError(str(e)) from None
-    summary = (path if path.is_dir() else path.parent) / "summary.json"
-    if summary.is_file():
-        try:
-            protocol = json.loads(summary.read_text()).get("protocol")
-        except ValueError:
-            protocol = None
+    table, protocol = _read_plain(path)
     ids = sorted(set(table.column("run").to_pylist()))
     if not ids:
         raise LabError(f"{path}: holds no trace rows")
@@ -683,6 +719,37 @@ def read_run(path: Path, run: str | None = None) -> tuple[pa.Table, str, str | N
     import pyarrow.compute as pc
 
     return table.filter(pc.equal(table.column("run"), run)), run, protocol
+
+
+def read_runs(path: Path, runs: Iterable[str]) -> dict[str, tuple[pa.Table, str | None]]:
+    """The trace rows and protocol of each of ``runs`` found at ``path`` (as
+    :func:`read_run`), read in one scan; runs not there are left out."""
+    import pyarrow.compute as pc
+
+    from ringcast.lab.load import RUNS_FILE, TRACES_DIR
+    from ringcast.trace.schema import COLUMNS
+
+    path = Path(path)
+    wanted = list(dict.fromkeys(runs))
+    if not wanted:
+        return {}
+    if (path / RUNS_FILE).is_file() and (path / TRACES_DIR).is_dir():
+        import pyarrow.dataset as ds
+        import pyarrow.parquet as pq
+
+        table_runs = pq.read_table(path / RUNS_FILE, columns=["run", "protocol"]).to_pylist()
+        protocols = {r["run"]: r["protocol"] for r in table_runs}
+        data = ds.dataset(path / TRACES_DIR, format="parquet")
+        table = data.to_table(columns=list(COLUMNS), filter=pc.field("run").isin(wanted))
+    else:
+        table, protocol = _read_plain(path)
+        protocols = dict.fromkeys(wanted, protocol)
+    out = {}
+    for run in wanted:
+        mine = table.filter(pc.equal(table.column("run"), run))
+        if mine.num_rows:
+            out[run] = (mine, protocols.get(run))
+    return out
 
 
 def write_timeline(
