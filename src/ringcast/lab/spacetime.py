@@ -51,6 +51,8 @@ MAX_ARROWS = 30000
 """At most this many message arrows (and as many token arrows) per diagram; beyond it
 an even sample is drawn and the title says so (ticks and bands are always complete)."""
 LANE = 0.32
+READABLE_ARROWS = 1500
+"""A run with more arrows opens zoomed on the time of its first this many."""
 
 
 @dataclass(frozen=True)
@@ -488,13 +490,19 @@ def figure(
         traces += _highlight(rows, lane, h)
 
     title = f"{run or table.column('run')[0].as_py()}" + (f" ({protocol})" if protocol else "")
+    # a dense run opens on its first READABLE_ARROWS arrows (double-click: all of it)
+    view_end = end
+    ends = sorted(a[2] for a in msg_arrows + token_arrows)
+    if len(ends) > READABLE_ARROWS:
+        view_end = max(ends[READABLE_ARROWS], end / 1000)
+        title += f"; the first {view_end:g} ms of {end:g} (double-click for the whole run)"
     return {
         "data": traces,
         "layout": {
             "title": {"text": f"space-time diagram: {title}", "x": 0.01},
             "height": max(460, 160 + 46 * len(nodes)),
             "margin": {"l": 60, "r": 20, "t": 60, "b": 50},
-            "xaxis": {"title": {"text": "time (ms)"}, "range": [0, end], "zeroline": False},
+            "xaxis": {"title": {"text": "time (ms)"}, "range": [0, view_end], "zeroline": False},
             "yaxis": {
                 "tickvals": list(range(len(nodes))),
                 "ticktext": nodes,
