@@ -154,10 +154,6 @@ def _ms(t: int) -> float:
     return (t // 1000) / 1000
 
 
-def _sender(msg: str) -> str:
-    return msg.rpartition(":")[0]
-
-
 def _box(x0: float, x1: float, y: float, h: float) -> tuple[list[float | None], list[float | None]]:
     return [x0, x1, x1, x0, x0, None], [y - h, y - h, y + h, y + h, y - h, None]
 
