@@ -113,6 +113,26 @@ def test_progress_bar_waits_then_draws() -> None:
     assert "50.0%" in out and "100.0%" in out and out.endswith("\n")
 
 
+def test_progress_off_a_terminal_is_a_few_plain_lines() -> None:
+    """A log gets a line a quarter of the way, not a frame per update."""
+    buf = io.StringIO()
+    bar = ProgressBar("sweep", delay=0, stream=buf, terminal=False)
+    for k in range(501):
+        bar(k / 500, f"{k}/500")
+    lines = buf.getvalue().splitlines()
+    assert len(lines) == 5 and "\r" not in buf.getvalue() and "\x1b" not in buf.getvalue()
+    assert lines[0].startswith("sweep:") and "100.0%" in lines[-1] and "500/500" in lines[-1]
+
+
+def test_progress_on_a_terminal_draws_a_bar() -> None:
+    buf = io.StringIO()
+    bar = ProgressBar("sweep", delay=0, stream=buf, terminal=True)
+    for k in range(11):
+        bar(k / 10, "working")
+    out = buf.getvalue()
+    assert "sweep" in out and "\x1b[" in out and "100%" in out and "working" in out
+
+
 @pytest.mark.parametrize("argv", [["sim"], ["nosuch"]])
 def test_usage_errors_exit_2(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as e:

@@ -1,5 +1,5 @@
 """The ``ringcast lab`` command line: exit codes, one-line errors, ``lab run`` end to end,
-the Java checks and the report's HTML/SVG. In-process calls share the session fixture's
+the Java checks and the report's HTML. In-process calls share the session fixture's
 SparkSession; one subprocess test covers the installed entry point."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from ringcast.cli.main import main
 from ringcast.lab.errors import LabError
 from ringcast.lab.report import render_report
 from ringcast.lab.session import check_java, java_version, parse_java_version
+from ringcast.lab.spacetime import run_file_name
 
 ROOT = Path(__file__).resolve().parents[2]
 # two properties keep each check short; the full suite is test_checks.py's business
@@ -78,10 +79,15 @@ def test_run_on_a_tiny_sweep_writes_everything(
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["groups"] and metrics["groups"][0]["protocol"] == "totem"
     html = (out / "report.html").read_text()
-    assert "<th>property</th>" in html and "<svg" in html and "total_order" in html
+    assert "<th>property</th>" in html and 'id="chart-latency"' in html and "total_order" in html
     assert list((out / "traces").rglob("*.parquet"))
+    (run,) = [r["run"] for r in metrics["runs"]]
+    diagram = out / "timelines" / run_file_name(run)
+    assert diagram.is_file() and f"timelines/{run_file_name(run)}" in html
+    assert (out / "timelines" / "plotly.min.js").is_file()
     printed = capsys.readouterr().out
     assert "lab run: 1 runs" in printed and f"report: {out / 'report.html'}" in printed
+    assert "runs checked" in printed  # the check table
     if not check["ok"]:
         assert "VIOLATED: " in printed
 
@@ -181,16 +187,26 @@ def test_report_has_property_table_and_plots() -> None:
         },
     }
     metrics = {
-        "latency_histogram": [{"protocol": "totem", "bucket": 60, "count": 3}],
+        "latency_histogram": [
+            {"protocol": "totem", "order": "agreed", "faults": "none", "bucket": 120, "count": 3}
+        ],
         "latency": [],
         "groups": [{"protocol": "totem", "nodes": 3, "messages_per_s": 10.0}],
-        "convergence": [{"protocol": "totem", "action": "crash", "samples_ms": [1.0, 2.0]}],
-        "timelines": {},
+        "runs": [],
+        "convergence": [
+            {
+                "protocol": "totem",
+                "action": "crash",
+                "samples": [{"took_ms": 1.0, "run": "r:1", "at_ms": 5.0}],
+            }
+        ],
     }
     html = render_report(check, metrics)
     assert "<th>property</th>" in html and "class='violated'>violated" in html
     assert "A delivered A:1 before B:2" in html
-    assert html.count("<svg") == 3 and html.count("</svg>") == 3
+    assert 'id="chart-latency"' in html and 'id="chart-convergence"' in html
+    assert "no runs measured" in html  # no throughput chart without runs
+    assert "ringcast lab timeline OUT --run" in html  # the counterexample's diagram
 
 
 def test_entry_point_exit_code_on_a_corrupted_trace(traces: dict[str, Path]) -> None:

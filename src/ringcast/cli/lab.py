@@ -54,8 +54,8 @@ def _sweep(
     from ringcast.lab.sweep import run_sweep
 
     sweep = load_sweep(sweep_file, seeds=args.seeds)
-    for s in sweep.skipped:
-        print(f"skipped: {s}", file=sys.stderr)
+    if sweep.skipped and not args.quiet:
+        print(_skipped_line(sweep.skipped), file=sys.stderr)
     spark = spark if spark is not None else _spark(args)
     bar = None if args.quiet else ProgressBar(f"sweep {sweep.name} ({len(sweep.runs)} runs)")
     summary = run_sweep(spark, sweep, out, partitions=args.partitions, progress=bar)
@@ -67,15 +67,49 @@ def _sweep(
     return summary
 
 
+def _skipped_line(skipped: list[str]) -> str:
+    """One line for the grid points the sweep skipped (each is in ``sweep.json``)."""
+    files: dict[str, int] = {}
+    for s in skipped:
+        name = s.split(" at ", 1)[0] if " at " in s else s.split(":", 1)[0]
+        files[name] = files.get(name, 0) + 1
+    listed = ", ".join(f"{f} ({n})" for f, n in sorted(files.items()))
+    return (
+        f"skipped {len(skipped)} grid points that a scenario cannot take: {listed}"
+        " (the reasons are in sweep.json under 'skipped')"
+    )
+
+
 def _print_check(doc: dict[str, Any]) -> None:
+    """The properties as a table (rich), then each counterexample on a line of its own."""
+    from rich.console import Console
+    from rich.table import Table
+
+    styles = {"holds": "green", "violated": "bold red"}
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for col, just in (
+        ("property", "left"),
+        ("status", "left"),
+        ("runs checked", "right"),
+        ("runs violated", "right"),
+        ("violations", "right"),
+    ):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
     for name, p in doc["properties"].items():
-        print(
-            f"{name:18} {p['status']:15} runs {p['runs_checked']:6}  violations {p['violations']}"
+        status = p["status"]
+        table.add_row(
+            name,
+            f"[{styles.get(status, 'dim')}]{status}[/]",
+            str(p["runs_checked"]),
+            str(p.get("runs_violated", 0)),
+            str(p["violations"]),
         )
+    console = Console(file=sys.stdout, highlight=False, width=max(100, Console().width))
+    console.print(table)
+    for name, p in doc["properties"].items():
         for c in p["counterexamples"]:
-            print(
-                f"    {c['run']} t={c['t'] / 1e6:.3f}ms nodes={','.join(c['nodes'])}: {c['note']}"
-            )
+            t = f"{c['t'] / 1e6:.3f}ms" if c.get("t") is not None else "-"
+            print(f"  {name}: {c['run']} t={t} nodes={','.join(c['nodes'] or [])}: {c['note']}")
 
 
 @_guard
@@ -113,7 +147,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_metrics(args: argparse.Namespace) -> int:
     from ringcast.lab.pipeline import metrics_paths, write_json
 
-    doc = metrics_paths(_spark(args), args.dirs, protocol=args.protocol, timelines=args.timeline)
+    doc = metrics_paths(_spark(args), args.dirs, protocol=args.protocol)
     if args.json:
         write_json(args.json, doc)
     for g in doc["groups"]:
@@ -145,6 +179,17 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise LabError(f"{args.dir}: no such directory")
     out = report_dir(lambda: _spark(args), args.dir, args.out, protocol=args.protocol)
     print(f"report -> {out}")
+    return 0
+
+
+@_guard
+def cmd_timeline(args: argparse.Namespace) -> int:
+    from ringcast.lab.spacetime import read_run, run_file_name, write_timeline
+
+    _, run, _ = read_run(args.dir, args.run)
+    out = args.out or Path(run_file_name(run))
+    write_timeline(args.dir, out, run=run, protocol=args.protocol)
+    print(f"space-time diagram of {run} -> {out}")
     return 0
 
 
@@ -253,7 +298,6 @@ def register(sub: Any) -> None:
     s.add_argument("dirs", nargs="+", type=Path)
     s.add_argument("--json", type=Path, default=None)
     s.add_argument("--protocol", default=None)
-    s.add_argument("--timeline", action="append", default=None, help="run id to draw")
     _common(s)
     s.set_defaults(func=cmd_metrics)
 
@@ -263,6 +307,17 @@ def register(sub: Any) -> None:
     s.add_argument("--protocol", default=None)
     _common(s)
     s.set_defaults(func=cmd_report)
+
+    s = labsub.add_parser(
+        "timeline", help="draw the space-time diagram of one run (simulated or real)"
+    )
+    s.add_argument(
+        "dir", type=Path, help="a sweep output, a 'ringcast sim' output or a runtime trace"
+    )
+    s.add_argument("--run", default=None, help="the run (needed when DIR holds several)")
+    s.add_argument("--out", type=Path, default=None, help="HTML file (default: RUN.html here)")
+    s.add_argument("--protocol", default=None, help="protocol named in the title")
+    s.set_defaults(func=cmd_timeline)
 
     s = labsub.add_parser("run", help="default sweep, then check, metrics and report")
     s.add_argument("--out", type=Path, default=Path("lab-out"))

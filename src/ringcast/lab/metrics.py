@@ -13,6 +13,11 @@ traces without one):
 Per protocol and fault action, the convergence time: from the fault to the last
 configuration installed by any node before the next fault (or the end of the run);
 faults after which no node installs a configuration are counted apart.
+
+For the report's charts also: the same throughput and cost per run (with its seed
+and the fault actions it saw), and the latency distribution as a histogram per
+protocol, delivery order and the run's faults, in buckets of a twentieth of a decade
+(``LATENCY_BUCKETS_PER_DECADE``), from which the report draws its CDFs.
 """
 
 from __future__ import annotations
@@ -23,6 +28,10 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 MS = 1e6
+LATENCY_BUCKETS_PER_DECADE = 20
+"""Latency bucket k holds latencies in [10^(k/20), 10^((k+1)/20)) ns: 12 % wide."""
+SAMPLES = 200
+"""At most this many convergence samples (evenly spaced in rank) per protocol and fault."""
 
 
 def _rows(df: DataFrame) -> list[dict[str, Any]]:
@@ -45,8 +54,10 @@ def _points(trace: DataFrame, runs: DataFrame | None) -> DataFrame:
             F.lit("-").alias("point"),
             F.col("seen").alias("nodes"),
             "tmax",
+            F.lit(None).cast("long").alias("seed"),
+            F.lit(None).cast("string").alias("params"),
         )
-    r = runs.select("run", "point", F.col("nodes").cast("int").alias("declared"))
+    r = runs.select("run", "point", "seed", "params", F.col("nodes").cast("int").alias("declared"))
     return per_run.join(F.broadcast(r), "run", "left").select(
         "run",
         "protocol",
@@ -54,23 +65,30 @@ def _points(trace: DataFrame, runs: DataFrame | None) -> DataFrame:
         F.coalesce("point", F.lit("-")).alias("point"),
         F.coalesce("declared", "seen").alias("nodes"),
         "tmax",
+        F.col("seed").cast("long").alias("seed"),
+        F.col("params").cast("string").alias("params"),
     )
 
 
-def compute_metrics(
-    trace: DataFrame, runs: DataFrame | None = None, *, timelines: list[str] | None = None
-) -> dict[str, Any]:
-    """Every metric of the module docstring, as a JSON-ready dict.
-
-    ``timelines`` names runs whose membership history (views and faults per node)
-    is included for the report; by default the first run with faults of each protocol.
-    """
+def compute_metrics(trace: DataFrame, runs: DataFrame | None = None) -> dict[str, Any]:
+    """Every metric of the module docstring, as a JSON-ready dict."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     keys = ["protocol", "scenario", "point"]
-    points = _points(trace, runs).cache()
-    t = trace.join(F.broadcast(points.select("run", "point", "nodes")), "run").cache()
+    action = F.get_json_object("detail", "$.action")
+    faulted = (
+        trace.filter(F.col("kind") == "fault")
+        .groupBy("run")
+        .agg(F.array_join(F.array_sort(F.collect_set(action)), "+").alias("faults"))
+    )
+    points = (
+        _points(trace, runs)
+        .join(faulted, "run", "left")
+        .withColumn("faults", F.coalesce("faults", F.lit("none")))
+        .cache()
+    )
+    t = trace.join(F.broadcast(points.select("run", "point", "nodes", "faults")), "run").cache()
     try:
         d = t.filter(F.col("kind") == "deliver")
         per_run_d = d.groupBy("run").agg(
@@ -112,6 +130,29 @@ def compute_metrics(
                 F.percentile_approx("gap", 0.5).alias("rot50"),
                 F.percentile_approx("gap", 0.95).alias("rot95"),
             )
+        )
+        per_run = per_run.cache()
+        run_rows = _rows(
+            per_run.select(
+                "run",
+                *keys,
+                "seed",
+                "params",
+                "nodes",
+                "faults",
+                "errors",
+                (F.col("deliveries") / F.col("secs")).alias("deliveries_per_s"),
+                (F.col("messages") / F.col("secs")).alias("messages_per_s"),
+                (F.col("sent") / F.greatest(F.col("messages"), F.lit(1))).alias(
+                    "packets_per_message"
+                ),
+                (F.col("bytes") / F.greatest(F.col("messages"), F.lit(1))).alias(
+                    "bytes_per_message"
+                ),
+                (F.col("retransmits") / F.greatest(F.col("messages"), F.lit(1))).alias(
+                    "retransmits_per_message"
+                ),
+            ).orderBy(*keys, "run")
         )
         groups = (
             per_run.groupBy(*keys)
@@ -159,20 +200,26 @@ def compute_metrics(
             )
             .orderBy(*keys, "order")
         )
-        bucket = F.floor(F.log10(F.greatest(F.col("lat"), F.lit(1))) * 10).cast("int")
-        hist = lat.groupBy("protocol", bucket.alias("bucket")).count().orderBy("protocol", "bucket")
+        per_decade = LATENCY_BUCKETS_PER_DECADE
+        bucket = F.floor(F.log10(F.greatest(F.col("lat"), F.lit(1))) * per_decade).cast("int")
+        hist = (
+            lat.groupBy("protocol", "order", "faults", bucket.alias("bucket"))
+            .agg(F.count("*").alias("count"), F.collect_set("scenario").alias("scenarios"))
+            .orderBy("protocol", "order", "faults", "bucket")
+        )
         latency_rows = _rows(latency)
         hist_rows = _rows(hist)
         lat.unpersist()
         convergence = _convergence(t)
-        chosen = timelines if timelines is not None else _default_timelines(t)
         result = {
             "groups": _rows(groups),
+            "runs": run_rows,
             "latency": latency_rows,
             "latency_histogram": hist_rows,
+            "latency_buckets_per_decade": per_decade,
             "convergence": convergence,
-            "timelines": _timelines(t, chosen),
         }
+        per_run.unpersist()
     finally:
         t.unpersist()
         points.unpersist()
@@ -210,7 +257,13 @@ def _convergence(t: DataFrame) -> list[dict[str, Any]]:
         F.sum(F.col("took").isNull().cast("int")).alias("no_view_change"),
         F.percentile_approx("took", [0.5, 0.95]).alias("p"),
         F.max("took").alias("max"),
-        F.collect_list(F.col("took") / MS).alias("samples_ms"),
+        F.collect_list(
+            F.struct(
+                (F.col("took") / MS).alias("took_ms"),
+                "run",
+                (F.col("t") / MS).alias("at_ms"),
+            )
+        ).alias("samples"),
     )
     rows = _rows(
         out.select(
@@ -221,47 +274,13 @@ def _convergence(t: DataFrame) -> list[dict[str, Any]]:
             (F.col("p")[0] / MS).alias("p50_ms"),
             (F.col("p")[1] / MS).alias("p95_ms"),
             (F.col("max") / MS).alias("max_ms"),
-            "samples_ms",
+            "samples",
         ).orderBy("protocol", "action")
     )
     for r in rows:  # a bounded sample for the report's distribution plot
-        r["samples_ms"] = sorted(r["samples_ms"])[:: max(1, len(r["samples_ms"]) // 200)]
-    return rows
-
-
-def _default_timelines(t: DataFrame) -> list[str]:
-    from pyspark.sql import functions as F
-
-    first = (
-        t.filter(F.col("kind") == "fault")
-        .groupBy("protocol")
-        .agg(F.min("run").alias("run"))
-        .orderBy("protocol")
-    )
-    return [r.run for r in first.collect()]
-
-
-def _timelines(t: DataFrame, runs: list[str]) -> dict[str, list[dict[str, Any]]]:
-    from pyspark.sql import functions as F
-
-    if not runs:
-        return {}
-    rows = (
-        t.filter(F.col("run").isin(*runs) & F.col("kind").isin("view", "fault"))
-        .select(
-            "run",
-            "node",
-            "t",
-            "kind",
-            "view",
-            "members",
-            "transitional",
-            F.get_json_object("detail", "$.action").alias("action"),
+        done = sorted(
+            (s for s in r["samples"] if s["took_ms"] is not None), key=lambda s: s["took_ms"]
         )
-        .orderBy("run", "node", "t")
-        .collect()
-    )
-    out: dict[str, list[dict[str, Any]]] = {r: [] for r in runs}
-    for r in rows:
-        out[r.run].append(r.asDict(recursive=True))
-    return out
+        r["samples"] = done[:: max(1, -(-len(done) // SAMPLES))]
+        r["samples_ms"] = [s["took_ms"] for s in r["samples"]]
+    return rows

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ringcast.lab import diagrams
 from ringcast.lab.checks.runner import run_checks, summary_json
 from ringcast.lab.load import load_runs, load_traces
 from ringcast.lab.metrics import compute_metrics
@@ -55,11 +56,10 @@ def metrics_paths(
     paths: Sequence[str | Path],
     *,
     protocol: str | None = None,
-    timelines: list[str] | None = None,
 ) -> dict[str, Any]:
     """Measure the traces at ``paths``; the ``metrics.json`` document."""
     trace = load_traces(spark, paths, protocol=protocol)
-    return compute_metrics(trace, load_runs(spark, paths), timelines=timelines)
+    return compute_metrics(trace, load_runs(spark, paths))
 
 
 def write_json(path: Path, doc: dict[str, Any]) -> None:
@@ -71,7 +71,8 @@ def report_dir(
     spark_factory: Callable[[], SparkSession], directory: Path, out: Path, **kw: Any
 ) -> Path:
     """Write the report of ``directory``, computing ``check.json`` and ``metrics.json``
-    there first when they are missing (Spark is started only then)."""
+    there first when they are missing (Spark is started only then), and the space-time
+    diagrams it links to in ``timelines/`` beside it (:mod:`ringcast.lab.diagrams`)."""
     check_file, metrics_file = directory / CHECK_FILE, directory / METRICS_FILE
     if not check_file.exists() or not metrics_file.exists():
         spark = spark_factory()
@@ -81,10 +82,11 @@ def report_dir(
             write_json(metrics_file, metrics_paths(spark, [directory]))
     sweep_file = directory / SWEEP_FILE
     sweep = json.loads(sweep_file.read_text()) if sweep_file.exists() else None
-    html = render_report(
-        json.loads(check_file.read_text()), json.loads(metrics_file.read_text()), sweep
-    )
+    check = json.loads(check_file.read_text())
+    metrics = json.loads(metrics_file.read_text())
     out.parent.mkdir(parents=True, exist_ok=True)
+    timelines = diagrams.draw(directory, out.parent, check, metrics)
+    html = render_report(check, metrics, sweep, timelines=timelines, out_dir=str(directory))
     out.write_text(html)
     return out
 

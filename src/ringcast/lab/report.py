@@ -1,41 +1,129 @@
-"""The lab's report: one self-contained HTML file (inline SVG, no scripts, no links)."""
+"""The lab's report: one self-contained HTML file, interactive, readable offline.
+
+The charts are Plotly figures (``ringcast.lab.charts``) with plotly.js inlined once in
+the page's head, so the file opens without a network. From the top: the verdict and
+the sweep; the safety properties with each counterexample linked to its run's
+space-time diagram (``timelines/``, the offending events highlighted); latency CDFs;
+throughput and cost against group size; convergence after each fault action; the runs
+with their diagrams; and the tables behind the charts, collapsed.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from ringcast.lab import svg
+from ringcast.lab import charts
 
 CSS = """
-body{font-family:sans-serif;margin:2em;max-width:1100px;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:13px}
-td,th{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}
-th{background:#f0f0f0}.holds{color:#1a7f37}.violated{color:#c00;font-weight:bold}
-.na{color:#888}code{font-size:12px}h2{margin-top:1.6em}
+body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1280px;color:#222;
+padding:0 1em}
+table{border-collapse:collapse;margin:.6em 0;font-size:13px}
+td,th{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
+th{background:#f3f3f3}.holds{color:#1a7f37}.violated{color:#c00;font-weight:bold}
+.na{color:#888}code{font-size:12px;background:#f6f6f6;padding:0 3px}
+h2{margin-top:1.8em;border-bottom:1px solid #eee;padding-bottom:.2em}
+.verdict{display:inline-block;padding:.2em .7em;border-radius:4px;color:#fff}
+.verdict.ok{background:#1a7f37}.verdict.bad{background:#c00}
+.cx{border-left:4px solid #c00;background:#fff6f6;padding:.4em .8em;margin:.5em 0}
+.chart{margin:1em 0}details{margin:.6em 0}summary{cursor:pointer;color:#0550ae}
+.note{color:#555;font-size:13px}a.diagram{white-space:nowrap}
 """
+LATENCY_COLUMNS = [
+    "protocol",
+    "scenario",
+    "point",
+    "order",
+    "deliveries",
+    "p50_ms",
+    "p95_ms",
+    "p99_ms",
+    "max_ms",
+]
+GROUP_COLUMNS = [
+    "protocol",
+    "scenario",
+    "point",
+    "nodes",
+    "runs",
+    "errors",
+    "messages_per_s",
+    "deliveries_per_s",
+    "packets_per_message",
+    "bytes_per_message",
+    "retransmits_per_message",
+    "token_rotation_p50_ms",
+    "token_rotation_p95_ms",
+]
+CONFIG = {"displaylogo": False, "responsive": True, "scrollZoom": False}
 
 
-def _table(rows: list[dict[str, Any]], cols: list[str]) -> str:
+def _fmt(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+    if isinstance(v, list | tuple):
+        return ", ".join(_fmt(x) for x in v)
+    return str(v)
+
+
+def _table(rows: list[dict[str, Any]], cols: list[str], raw: set[str] = frozenset()) -> str:  # type: ignore[assignment]
     head = "".join(f"<th>{escape(c)}</th>" for c in cols)
     body = []
     for r in rows:
-        cells = []
-        for c in cols:
-            v = r.get(c)
-            if isinstance(v, float):
-                v = f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
-            cells.append(f"<td>{escape('' if v is None else str(v))}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
+        cells = "".join(
+            f"<td>{r.get(c, '') if c in raw else escape(_fmt(r.get(c)))}</td>" for c in cols
+        )
+        body.append(f"<tr>{cells}</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def _properties(check: dict[str, Any]) -> str:
+def _collapsed(title: str, inner: str) -> str:
+    return f"<details><summary>{escape(title)}</summary>{inner}</details>"
+
+
+def _chart(fig: dict[str, Any] | None, div_id: str, empty: str) -> str:
+    if fig is None:
+        return f"<p class='note'>{escape(empty)}</p>"
+    import plotly.io as pio
+
+    html = pio.to_html(
+        fig,
+        config=CONFIG,
+        include_plotlyjs=False,
+        full_html=False,
+        validate=False,
+        div_id=div_id,
+        default_height=f"{fig['layout'].get('height', 450)}px",
+    )
+    return f"<div class='chart'>{html}</div>"
+
+
+def counterexample_id(prop: str, k: int) -> str:
+    """The anchor of counterexample ``k`` of property ``prop`` (report and diagram)."""
+    return f"{prop}-{k + 1}"
+
+
+def _link(run: str, timelines: Mapping[str, str], anchor: str = "", out_dir: str = "OUT") -> str:
+    if run in timelines:
+        href = escape(timelines[run] + (f"#{anchor}" if anchor else ""), quote=True)
+        return f"<a class='diagram' href='{href}'>space-time diagram</a>"
+    return (
+        f"<span class='note'>diagram: <code>ringcast lab timeline {escape(out_dir)} "
+        f"--run '{escape(run)}'</code></span>"
+    )
+
+
+def _properties(check: dict[str, Any], timelines: Mapping[str, str], out_dir: str) -> str:
     out = [
         "<table><tr><th>property</th><th>status</th><th>runs checked</th>"
         "<th>runs violated</th><th>violations</th><th>per protocol</th></tr>"
     ]
-    for name, p in check.get("properties", {}).items():
+    props = check.get("properties", {})
+    for name, p in props.items():
         cls = {"holds": "holds", "violated": "violated"}.get(p["status"], "na")
         per = "; ".join(
             f"{proto}: {e['runs_checked']} checked, {e['violations']} violations"
@@ -43,134 +131,164 @@ def _properties(check: dict[str, Any]) -> str:
             else f"{proto}: not claimed"
             for proto, e in sorted(p.get("protocols", {}).items())
         )
+        label = (
+            f"<a href='#cx-{escape(name)}'>{escape(name)}</a>"
+            if p.get("counterexamples")
+            else escape(name)
+        )
         out.append(
-            f"<tr><td>{escape(name)}</td><td class='{cls}'>{escape(p['status'])}</td>"
+            f"<tr><td>{label}</td><td class='{cls}'>{escape(p['status'])}</td>"
             f"<td>{p['runs_checked']}</td><td>{p.get('runs_violated', 0)}</td>"
             f"<td>{p['violations']}</td><td>{escape(per)}</td></tr>"
         )
     out.append("</table>")
-    for name, p in check.get("properties", {}).items():
+    for name, p in props.items():
         if not p.get("counterexamples"):
             continue
-        out.append(f"<h3>{escape(name)}: counterexamples</h3>")
-        rows = [
-            {
-                "run": c["run"],
-                "protocol": c["protocol"],
-                "t (ms)": c["t"] / 1e6 if c.get("t") is not None else None,
-                "nodes": ",".join(c["nodes"] or []),
-                "messages": ",".join(c["msgs"] or []),
-                "views": ",".join(v for v in (c["views"] or []) if v is not None),
-                "what": c["note"],
-            }
-            for c in p["counterexamples"]
-        ]
-        out.append(
-            _table(rows, ["run", "protocol", "t (ms)", "nodes", "messages", "views", "what"])
-        )
+        out.append(f"<h3 id='cx-{escape(name)}'>{escape(name)}: counterexamples</h3>")
+        for k, c in enumerate(p["counterexamples"]):
+            anchor = counterexample_id(name, k)
+            facts = []
+            if c.get("t") is not None:
+                facts.append(f"t = {c['t'] / 1e6:.3f} ms")
+            for key, label in (("nodes", "nodes"), ("msgs", "messages"), ("views", "views")):
+                vals = [v for v in c.get(key) or [] if v is not None]
+                if vals:
+                    facts.append(f"{label} {', '.join(map(str, vals))}")
+            if c.get("times"):
+                facts.append("at " + ", ".join(f"{x / 1e6:.3f}" for x in c["times"][:8]) + " ms")
+            out.append(
+                f"<div class='cx' id='{escape(anchor)}'><b>#{k + 1}</b> "
+                f"{escape(str(c.get('note') or ''))}<br><span class='note'>run "
+                f"<code>{escape(str(c['run']))}</code> ({escape(str(c.get('protocol')))}); "
+                f"{escape('; '.join(facts))}</span><br>"
+                f"{_link(str(c['run']), timelines, anchor, out_dir)}</div>"
+            )
     return "".join(out)
 
 
-def render_report(
-    check: dict[str, Any], metrics: dict[str, Any], sweep: dict[str, Any] | None = None
+def _sweep(sweep: dict[str, Any]) -> str:
+    skipped = sweep.get("skipped") or []
+    return (
+        f"<p>Sweep <b>{escape(str(sweep.get('name')))}</b>: {sweep.get('runs')} runs of "
+        f"{escape(', '.join(sweep.get('protocols', [])))} over "
+        f"{len(sweep.get('scenarios', []))} scenarios, seeds {escape(str(sweep.get('seeds')))}"
+        f", grid <code>{escape(json.dumps(sweep.get('grid')))}</code>; simulated in "
+        f"{sweep.get('wall_s')} s ({sweep.get('runs_per_second')} runs/s)."
+        + (
+            f" {len(skipped)} grid points were skipped (a scenario that cannot take the "
+            "size; listed in <code>sweep.json</code>)."
+            if skipped
+            else ""
+        )
+        + "</p>"
+    )
+
+
+def _runs(
+    metrics: dict[str, Any], check: dict[str, Any], timelines: Mapping[str, str], out_dir: str
 ) -> str:
-    """The HTML text of the report for ``check.json``, ``metrics.json`` (and ``sweep.json``)."""
+    bad: dict[str, list[str]] = {}
+    for name, p in check.get("properties", {}).items():
+        for c in p.get("counterexamples") or []:
+            bad.setdefault(str(c["run"]), []).append(name)
+    runs = metrics.get("runs") or []
+    known = {str(r["run"]) for r in runs}
+    rows = [
+        {
+            **r,
+            "violations": ", ".join(sorted(set(bad.get(str(r["run"]), [])))),
+            "diagram": _link(str(r["run"]), timelines, "", out_dir),
+        }
+        for r in sorted(runs, key=lambda r: (str(r["run"]) not in bad, str(r["run"])))
+    ]
+    rows += [
+        {"run": run, "diagram": _link(run, timelines, "", out_dir)}
+        for run in sorted(set(timelines) - known)
+    ]
+    drawn = [r for r in rows if str(r["run"]) in timelines]
+    cols = ["run", "protocol", "scenario", "point", "seed", "nodes", "faults", "violations"]
+    text = [
+        f"<p class='note'>{len(drawn)} of {len(rows)} runs have their space-time diagram "
+        "drawn (the runs with counterexamples and a sample of the others: one lane per "
+        "node, configurations as bands, faults as spans, messages and token passes as "
+        "arrows, deliveries as ticks). Any other run's is one command away.</p>",
+        _table(drawn, [*cols, "diagram"], raw={"diagram"}),
+    ]
+    if len(rows) > len(drawn):
+        text.append(
+            _collapsed(f"all {len(rows)} runs", _table(rows, [*cols, "diagram"], {"diagram"}))
+        )
+    return "".join(text)
+
+
+def render_report(
+    check: dict[str, Any],
+    metrics: dict[str, Any],
+    sweep: dict[str, Any] | None = None,
+    *,
+    timelines: Mapping[str, str] | None = None,
+    out_dir: str = "OUT",
+) -> str:
+    """The HTML text of the report for ``check.json``, ``metrics.json`` (and
+    ``sweep.json``). ``timelines`` maps a run to the address of its space-time diagram
+    (relative to the report); ``out_dir`` is the directory named in the command that
+    draws the diagram of another run."""
+    from plotly.offline import get_plotlyjs
+
+    timelines = timelines or {}
+    ok = check.get("ok")
     parts = [
-        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>ringcast lab report</title>",
-        f"<style>{CSS}</style></head><body><h1>ringcast lab report</h1>",
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+        "<title>ringcast lab report</title>",
+        f"<style>{CSS}</style><script>{get_plotlyjs()}</script></head><body>",
+        "<h1>ringcast lab report</h1>",
+        f"<p><span class='verdict {'ok' if ok else 'bad'}'>"
+        f"{'every property holds' if ok else 'violations found'}</span></p>",
     ]
     if sweep:
-        parts.append(
-            f"<p>Sweep <b>{escape(str(sweep.get('name')))}</b>: {sweep.get('runs')} runs of "
-            f"{escape(', '.join(sweep.get('protocols', [])))} over "
-            f"{len(sweep.get('scenarios', []))} scenarios, seeds {escape(str(sweep.get('seeds')))}"
-            f", grid <code>{escape(str(sweep.get('grid')))}</code>; simulated in "
-            f"{sweep.get('wall_s')} s ({sweep.get('runs_per_second')} runs/s).</p>"
-        )
-    ok = check.get("ok")
+        parts.append(_sweep(sweep))
+    parts.append("<h2 id='properties'>Safety properties</h2>")
+    parts.append(_properties(check, timelines, out_dir))
+
+    parts.append("<h2 id='latency'>Latency</h2>")
+    parts.append(_chart(charts.latency_cdf(metrics), "chart-latency", "no deliveries"))
     parts.append(
-        f"<h2>Safety properties: <span class='{'holds' if ok else 'violated'}'>"
-        f"{'all hold' if ok else 'violations found'}</span></h2>"
-    )
-    parts.append(_properties(check))
-    parts.append("<h2>Latency</h2>")
-    hist: dict[str, list[tuple[float, int]]] = {}
-    for r in metrics.get("latency_histogram", []):
-        hist.setdefault(r["protocol"], []).append((10 ** (r["bucket"] / 10) / 1e6, r["count"]))
-    parts.append(
-        svg.histogram(
-            "submit-to-deliver latency distribution", hist, "latency (ms, bucket lower edge)"
+        _collapsed(
+            "latency table (per protocol, scenario, point and order)",
+            _table(
+                metrics.get("latency", []),
+                LATENCY_COLUMNS,
+            ),
         )
     )
+    parts.append("<h2 id='throughput'>Throughput and cost</h2>")
+    parts.append(_chart(charts.throughput(metrics), "chart-throughput", "no runs measured"))
     parts.append(
-        _table(
-            metrics.get("latency", []),
-            [
-                "protocol",
-                "scenario",
-                "point",
-                "order",
-                "deliveries",
-                "p50_ms",
-                "p95_ms",
-                "p99_ms",
-                "max_ms",
-            ],
+        _collapsed(
+            "throughput and cost table (per protocol, scenario and point)",
+            _table(
+                metrics.get("groups", []),
+                GROUP_COLUMNS,
+            ),
         )
     )
-    parts.append("<h2>Throughput and cost</h2>")
-    series: dict[str, dict[int, list[float]]] = {}
-    for g in metrics.get("groups", []):
-        series.setdefault(g["protocol"], {}).setdefault(int(g["nodes"]), []).append(
-            g["messages_per_s"]
-        )
-    tput = {
-        p: [(float(n), sum(v) / len(v)) for n, v in sorted(by.items())] for p, by in series.items()
-    }
-    parts.append(
-        svg.line_chart(
-            "delivered messages per second against group size (mean over scenarios)",
-            tput,
-            "nodes",
-            "messages/s",
-        )
-    )
-    parts.append(
-        _table(
-            metrics.get("groups", []),
-            [
-                "protocol",
-                "scenario",
-                "point",
-                "nodes",
-                "runs",
-                "errors",
-                "messages_per_s",
-                "deliveries_per_s",
-                "packets_per_message",
-                "bytes_per_message",
-                "retransmits_per_message",
-                "token_rotation_p50_ms",
-                "token_rotation_p95_ms",
-            ],
-        )
-    )
-    parts.append("<h2>Convergence after faults</h2>")
+    parts.append("<h2 id='convergence'>Convergence after faults</h2>")
     conv = metrics.get("convergence", [])
     parts.append(
-        svg.strip_chart(
-            "fault to last configuration installed (ms), per protocol and fault",
-            {f"{r['protocol']}/{r['action']}": r["samples_ms"] for r in conv},
-            "ms",
-        )
+        _chart(charts.convergence(metrics), "chart-convergence", "no faults in these runs")
     )
     parts.append(
-        _table(
-            conv, ["protocol", "action", "faults", "no_view_change", "p50_ms", "p95_ms", "max_ms"]
+        _collapsed(
+            "convergence table (per protocol and fault action)",
+            _table(
+                conv,
+                ["protocol", "action", "faults", "no_view_change", "p50_ms", "p95_ms", "max_ms"],
+            ),
         )
     )
-    parts.append("<h2>Membership timelines</h2>")
-    for run, rows in metrics.get("timelines", {}).items():
-        parts.append(svg.timeline(f"views per node: {run}", rows))
+    parts.append("<h2 id='runs'>Runs and their space-time diagrams</h2>")
+    parts.append(_runs(metrics, check, timelines, out_dir))
     parts.append("</body></html>\n")
     return "".join(parts)

@@ -1,6 +1,10 @@
-"""A node's status endpoint: ``GET /status`` (JSON) and ``GET /metrics`` (Prometheus text).
+"""A node's status endpoint: ``GET /status`` (JSON) and ``GET /metrics`` (Prometheus).
 
-Plain asyncio streams, HTTP/1.0 style: one request a connection, bound to localhost.
+HTTP is aiohttp's (its parser answers a malformed request with 400 and a wrong
+method with 405; nothing here parses HTTP); the address is the node's ``status``
+setting, localhost in the examples. ``/metrics`` is ``prometheus-client``'s text
+exposition of a registry of the server's own, filled from the node's status at each
+scrape.
 
 ``GET /status`` can wait for a condition (a long poll, so scripts and tests need not
 poll): ``members=a,b,c`` (a regular view of exactly these members), ``delivered=N``
@@ -14,20 +18,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import urllib.parse
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
+
+from aiohttp import ClientError, ClientSession, ClientTimeout, web
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from ringcast.runtime.config import Address
 
 StatusFn = Callable[[], dict[str, Any]]
 ChangedFn = Callable[[], Awaitable[None]]
 MAX_WAIT = 60.0
+METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+COUNTERS = (  # name (without _total), key in status["metrics"], help
+    ("ringcast_delivered", "delivered", "Messages delivered."),
+    ("ringcast_submitted", "submitted", "Messages multicast by this node."),
+    ("ringcast_token", "tokens", "Token visits recorded by the protocol."),
+    ("ringcast_views", "views", "Views installed."),
+    ("ringcast_packets_in", "packets_in", "Datagrams received."),
+    ("ringcast_packets_out", "packets_out", "Datagrams sent."),
+    ("ringcast_bytes_in", "bytes_in", "Bytes received."),
+    ("ringcast_bytes_out", "bytes_out", "Bytes sent."),
+)
 
 
-def _condition(query: str) -> tuple[Callable[[dict[str, Any]], bool] | None, float]:
-    """The long-poll condition and wait time of a ``/status`` query string."""
-    params = dict(urllib.parse.parse_qsl(query))
+def _condition(params: Mapping[str, str]) -> tuple[Callable[[dict[str, Any]], bool] | None, float]:
+    """The long-poll condition and wait time of a ``/status`` query (ValueError when a
+    value is not a number)."""
     wait = min(max(float(params.get("wait", 0)), 0.0), MAX_WAIT)
     tests: list[Callable[[dict[str, Any]], bool]] = []
     if "members" in params:
@@ -46,34 +66,57 @@ def _condition(query: str) -> tuple[Callable[[dict[str, Any]], bool] | None, flo
     return (lambda st: all(t(st) for t in tests)), wait
 
 
+class NodeCollector(Collector):
+    """The node's counters and gauges, read from its status at each collection."""
+
+    def __init__(self, status: StatusFn):
+        self.status = status
+
+    def collect(self) -> Iterator[Metric]:
+        st = self.status()
+        m = st["metrics"]
+        names = ["node", "cluster"]
+        values = [str(st.get("node", "")), str(st.get("cluster", ""))]
+        for name, key, help_ in COUNTERS:
+            c = CounterMetricFamily(name, help_, labels=names)
+            c.add_metric(values, m.get(key, 0))
+            yield c
+        drops = CounterMetricFamily(
+            "ringcast_dropped", "Datagrams dropped.", labels=[*names, "reason"]
+        )
+        for reason, n in sorted((m.get("drops") or {}).items()):
+            drops.add_metric([*values, reason], n)
+        yield drops
+        v = st.get("view")
+        gauges = (
+            (
+                "ringcast_view_members",
+                "Members of the current view.",
+                len(v["members"]) if v else 0,
+            ),
+            (
+                "ringcast_blocked",
+                "1 while flow control holds submits.",
+                int(bool(st.get("blocked"))),
+            ),
+            ("ringcast_uptime_seconds", "Seconds since the node started.", m.get("uptime_s", 0)),
+        )
+        for name, help_, value in gauges:
+            g = GaugeMetricFamily(name, help_, labels=names)
+            g.add_metric(values, value)
+            yield g
+
+
+def registry_for(status: StatusFn) -> CollectorRegistry:
+    """A registry of its own (not the process-wide default) holding the node's metrics."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(NodeCollector(status))
+    return registry
+
+
 def prometheus_text(status: dict[str, Any]) -> str:
-    """The node's counters in the Prometheus text exposition format."""
-    m = status["metrics"]
-    labels = f'node="{status["node"]}",cluster="{status["cluster"]}"'
-    out: list[str] = []
-
-    def metric(name: str, kind: str, help_: str, value: float, extra: str = "") -> None:
-        if not any(line.startswith(f"# TYPE ringcast_{name} ") for line in out):
-            out.append(f"# HELP ringcast_{name} {help_}")
-            out.append(f"# TYPE ringcast_{name} {kind}")
-        lab = labels + (f",{extra}" if extra else "")
-        out.append(f"ringcast_{name}{{{lab}}} {value}")
-
-    metric("delivered_total", "counter", "Messages delivered.", m["delivered"])
-    metric("submitted_total", "counter", "Messages multicast by this node.", m["submitted"])
-    metric("token_total", "counter", "Token visits recorded by the protocol.", m["tokens"])
-    metric("views_total", "counter", "Views installed.", m["views"])
-    metric("packets_in_total", "counter", "Datagrams received.", m["packets_in"])
-    metric("packets_out_total", "counter", "Datagrams sent.", m["packets_out"])
-    metric("bytes_in_total", "counter", "Bytes received.", m["bytes_in"])
-    metric("bytes_out_total", "counter", "Bytes sent.", m["bytes_out"])
-    for reason, n in sorted(m["drops"].items()):
-        metric("dropped_total", "counter", "Datagrams dropped.", n, f'reason="{reason}"')
-    v = status["view"]
-    metric("view_members", "gauge", "Members of the current view.", len(v["members"]) if v else 0)
-    metric("blocked", "gauge", "1 while flow control holds submits.", int(status["blocked"]))
-    metric("uptime_seconds", "gauge", "Seconds since the node started.", m["uptime_s"])
-    return "\n".join(out) + "\n"
+    """The node's metrics in the Prometheus text exposition format."""
+    return generate_latest(registry_for(lambda: status)).decode()
 
 
 class StatusServer:
@@ -83,18 +126,26 @@ class StatusServer:
         self.addr = addr
         self.status = status
         self.changed = changed  # awaitable at the node's next change (for long polls)
-        self._server: asyncio.AbstractServer | None = None
+        self.registry = registry_for(status)
+        self._runner: web.AppRunner | None = None
         self._active: set[asyncio.Task[Any]] = set()
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, self.addr[0], self.addr[1])
+        app = web.Application()
+        app.router.add_get("/status", self._status)
+        app.router.add_get("/metrics", self._metrics)
+        self._runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, shutdown_timeout=1.0
+        )
+        await self._runner.setup()
+        await web.TCPSite(self._runner, self.addr[0], self.addr[1]).start()
 
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        if self._runner is not None:
             for task in list(self._active):  # long polls still waiting
                 task.cancel()
-            await self._server.wait_closed()
+            await self._runner.cleanup()
+            self._runner = None
 
     async def _wait(
         self, cond: Callable[[dict[str, Any]], bool] | None, wait: float
@@ -116,61 +167,42 @@ class StatusServer:
         st["condition_met"] = True
         return st
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _status(self, request: web.Request) -> web.StreamResponse:
+        try:
+            cond, wait = _condition(request.query)
+        except ValueError as e:
+            return web.Response(status=400, text=f"bad query: {e}\n")
         task = asyncio.current_task()
         if task is not None:
             self._active.add(task)
         try:
-            line = await asyncio.wait_for(reader.readline(), 5)
-            parts = line.decode("latin-1").split()
-            target = parts[1] if len(parts) >= 2 else ""
-            path, _, query = target.partition("?")
-            if len(parts) < 2 or parts[0] != "GET":
-                code, ctype, body = "405 Method Not Allowed", "text/plain", "GET only\n"
-            elif path == "/status":
-                try:
-                    cond, wait = _condition(query)
-                except ValueError as e:
-                    cond, wait = None, 0.0
-                    code, ctype, body = "400 Bad Request", "text/plain", f"bad query: {e}\n"
-                else:
-                    code, ctype = "200 OK", "application/json"
-                    st = await self._wait(cond, wait)
-                    body = json.dumps(st, default=str) + "\n"
-            elif path == "/metrics":
-                code, ctype = "200 OK", "text/plain; version=0.0.4"
-                body = prometheus_text(self.status())
-            else:
-                code, ctype, body = "404 Not Found", "text/plain", "try /status or /metrics\n"
-            data = body.encode()
-            writer.write(
-                f"HTTP/1.0 {code}\r\nContent-Type: {ctype}\r\nContent-Length: {len(data)}\r\n"
-                f"Connection: close\r\n\r\n".encode()
-                + data
-            )
-            await writer.drain()
-        except (TimeoutError, ConnectionError, UnicodeDecodeError):
-            pass
+            st = await self._wait(cond, wait)
         finally:
             self._active.discard(task)  # type: ignore[arg-type]
-            writer.close()
+        return web.Response(
+            text=json.dumps(st, default=str) + "\n", content_type="application/json"
+        )
+
+    async def _metrics(self, request: web.Request) -> web.StreamResponse:
+        body = generate_latest(self.registry)
+        return web.Response(body=body, headers={"Content-Type": METRICS_CONTENT_TYPE})
 
 
 async def fetch_status(addr: Address, path: str = "/status", timeout: float = 2.0) -> str:
-    """GET ``path`` from a node's status endpoint; return the body."""
-
-    async def go() -> str:
-        reader, writer = await asyncio.open_connection(addr[0], addr[1])
-        try:
-            writer.write(f"GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n".encode())
-            await writer.drain()
-            raw = await reader.read()
-        finally:
-            writer.close()
-        head, _, body = raw.partition(b"\r\n\r\n")
-        status_line = head.split(b"\r\n", 1)[0].decode("latin-1")
-        if " 200 " not in status_line + " ":
-            raise ConnectionError(f"{addr[0]}:{addr[1]}{path}: {status_line}")
-        return body.decode()
-
-    return await asyncio.wait_for(go(), timeout)
+    """GET ``path`` from a node's status endpoint; return the body. Raises
+    ConnectionError (naming the status line) on an answer other than 200, OSError when
+    nothing listens, TimeoutError after ``timeout`` seconds."""
+    url = f"http://{addr[0]}:{addr[1]}{path}"
+    try:
+        async with (
+            ClientSession(timeout=ClientTimeout(total=timeout)) as session,
+            session.get(url) as resp,
+        ):
+            body = await resp.text()
+            if resp.status != 200:
+                raise ConnectionError(f"{addr[0]}:{addr[1]}{path}: {resp.status} {resp.reason}")
+            return body
+    except ClientError as e:
+        if isinstance(e, OSError | TimeoutError):
+            raise
+        raise ConnectionError(f"{addr[0]}:{addr[1]}{path}: {e}") from e
