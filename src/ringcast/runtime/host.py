@@ -145,6 +145,7 @@ class NodeHost:
                 store=self.store,
                 boot=self.boot,
                 rotate_ns=cfg.trace_rotate_ns,
+                protocol=cfg.protocol,
             )
         self._loop = asyncio.get_running_loop()
         self._transport = UdpTransport(
