@@ -180,7 +180,6 @@ def test_fast_path_and_reference_agree(spark: Any, traces: tuple[Path, dict[str,
         assert "integrity" in hit["duplicated"], source
         assert "total_order" in hit["swapped"], source
         assert "view_agreement" in hit["members"], source
-        assert hit["missing"] - clean, source
 
 
 def test_traces_name_their_protocol(spark: Any, traces: tuple[Path, dict[str, str]]) -> None:
