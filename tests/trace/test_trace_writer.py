@@ -304,3 +304,31 @@ def test_a_parquet_trace_names_its_protocol(tmp_path, rows, make_table):
     (tmp_path / "junk.parquet").write_bytes(b"not parquet")
     with pytest.raises(TraceSchemaError, match=r"junk\.parquet: not a readable Parquet file"):
         trace_protocol(tmp_path / "junk.parquet")
+
+
+def test_the_simulator_and_the_runtime_name_their_protocol(tmp_path):
+    """Both writers of ringcast's traces give the trace writer their protocol: a
+    simulated run's ``trace.parquet`` and a runtime node's segment files name it."""
+    from ringcast.runtime.storage import StateStore
+    from ringcast.runtime.tracelog import TraceLog
+    from ringcast.sim import Simulation, load_scenario
+    from ringcast.trace import trace_protocol
+
+    root = Path(__file__).resolve().parents[2]
+    result = Simulation(load_scenario(root / "scenarios/raincore/fig13_crash.toml"), seed=1).run()
+    assert trace_protocol(result.write(tmp_path / "sim")) == "raincore"
+    log = TraceLog(
+        tmp_path / "rt",
+        run="r",
+        node="A",
+        fmt="parquet",
+        origin_ns=0,
+        store=StateStore(tmp_path / "state", fsync=False),
+        boot=1,
+        protocol="totem",
+    )
+    log.add("view", view="1", members=["A"], transitional=False)
+    log.close()
+    (segment,) = sorted((tmp_path / "rt").glob("*.parquet"))
+    assert trace_protocol(segment) == "totem"
+    assert read_trace(segment).num_rows == 1
