@@ -562,3 +562,15 @@ def test_the_certificate_decides_nothing_but_its_three_properties(spark: Any) ->
         ("C:3",),
         ("D:3",),
     }
+
+
+def test_the_certificate_shuffles_its_rows_once(shapes: Any) -> None:
+    """One shuffle, by run: the per-node window, the per-message aggregation and the
+    per-sender maximum all read its partitioning (the layout's run numbers are a
+    broadcast, not a shuffle)."""
+    layout = plan_layout(CheckContext(shapes).run_nodes, 3)
+    planned = certify.certificate(shapes, layout)
+    assert planned.frame is not None
+    plan = planned.frame._jdf.queryExecution().executedPlan().toString()
+    assert plan.count("Exchange hashpartitioning") == 1, plan
+    assert "BroadcastExchange" in plan
