@@ -4,6 +4,7 @@ checking with it gives exactly the results of the exact checks alone."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from typing import Any
 
@@ -123,35 +124,33 @@ def test_certificate_fails_exactly_the_irregular_runs(shapes: Any, partitions: i
     assert _failed(shapes, partitions) == set(SHAPES)
 
 
-def test_labels_count_from_zero_per_node(shapes: Any) -> None:
-    """Every (run, node) of one partition gets as slot the partition's row index of its
-    first delivery: the deliveries of the nodes laid out before it."""
+def test_the_layout_numbers_runs_and_sizes_partitions(shapes: Any) -> None:
+    """Runs are numbered in name order; the partitions hold at most
+    ``ROWS_PER_PARTITION`` deliveries each and are never fewer than asked for."""
     nodes = CheckContext(shapes).run_nodes
-    layout = plan_layout(nodes, 1)
-    assert not layout.excluded
-    delivered = {(n.run, n.node): n.deliveries for n in nodes}
-    offset = 0
-    for run, node, _rid, slot, _pair in layout.groups:
-        assert slot == offset
-        offset += delivered[(run, node)]
+    layout = plan_layout(nodes, 3)
+    assert layout.runs == sorted({n.run for n in nodes}) and not layout.excluded
+    assert layout.partitions == 3
+    assert plan_layout(nodes, 1).partitions == 1
+    few = [dataclasses.replace(n, deliveries=certify.ROWS_PER_PARTITION) for n in nodes]
+    assert plan_layout(few, 1).partitions == len(few)
 
 
-def test_runs_the_layout_cannot_hold_fail(spark: Any, monkeypatch: Any) -> None:
-    """A run whose ``i`` does not fit the sort key, or beyond the slots of its partition,
-    fails the certificate (and so takes the exact path); the others are still proved."""
-    rows = steady("clean") + steady("huge") + steady("crowded")
+def test_any_event_index_is_labelled(spark: Any) -> None:
+    """Labels are row numbers in ``i`` order, whatever the values of ``i``: a node whose
+    indexes are huge or negative is certified like any other."""
+    rows = steady("clean") + steady("huge") + steady("negative")
     for r in rows:
         if r["run"] == "huge" and r["node"] == "B":
-            r["i"] += 1 << certify.I_BITS
+            r["i"] += 1 << 40
+        if r["run"] == "negative" and r["node"] == "C":
+            r["i"] -= 1 << 50
     frame = _frame(spark, rows, RUN_SCOPED)
-    monkeypatch.setattr(certify, "SLOT_BITS", 6)  # one run's 48 deliveries per partition
-    assert _failed(frame, 1) == {"huge", "crowded"}
-    monkeypatch.undo()
-    assert _failed(frame, 1) == {"huge"}
+    assert _failed(frame, 1) == set()
     claims = {RUN_SCOPED: PROPERTIES}
     by = {r.property: r for r in run_checks(frame, overrides=claims, partitions=1)}
     assert by["total_order"].status == "holds"
-    assert by["total_order"].runs_certified == 2
+    assert by["total_order"].runs_certified == 3
 
 
 def _outcome(results: list[Any]) -> dict[str, Any]:
@@ -326,26 +325,37 @@ def test_a_context_with_deliveries_shares_the_inventory(spark: Any) -> None:
         ctx.close()
 
 
-def test_the_annotation_keeps_the_rows_of_its_kinds(spark: Any) -> None:
-    """The annotation names the few-row kinds (no byte comparison for a delivery) and
-    keeps exactly the rows the checks read: every kind of ``KINDS`` (token rows with an
-    op the checks use) without ``delivery_runs``, all but deliveries and submits with
-    none; the certificate tells deliveries from submits by the length of the kind."""
-    from ringcast.lab.checks.context import KINDS, SMALL_KINDS, TOKEN_OPS
+def test_the_annotation_keeps_every_host_kind_row(spark: Any) -> None:
+    """The annotation keeps exactly the rows the checks may read: every row of every
+    host kind of the registry (``drop`` and ``invariant`` included) and token rows with
+    an op the checks use, without ``delivery_runs``; all but deliveries and submits with
+    none. A protocol's own kinds (``elected``, ``coord``, ``view_ack``, ``rrp``) are
+    never taken for a host kind, whatever their length."""
+    from ringcast.lab.checks.context import KINDS, SMALL_KINDS, TOKEN, TOKEN_OPS
+    from ringcast.protocols.registry import HOST_KINDS
 
-    assert set(SMALL_KINDS) | {"deliver", "submit", "token"} == set(KINDS)
-    assert all(len(k) != len("deliver") for k in SMALL_KINDS)
-    assert len("deliver") != len("submit")
+    assert set(KINDS) == {*HOST_KINDS, TOKEN} and set(SMALL_KINDS) == set(KINDS) - {
+        "deliver",
+        "submit",
+        TOKEN,
+    }
     rows = clean_trace("one") + clean_trace("two")
+    extra = [
+        _row("one", "A", 5 * MS, kind, view="v1", msg="A:1", detail={"leader": "B", "op": "sent"})
+        for kind in ("elected", "coord", "view_ack", "rrp", "drop", "invariant")
+    ]
+    extra.append(_row("two", "B", 5 * MS, "token", detail={"op": "sent"}))
+    rows = renumber(rows + extra)
     frame = _frame(spark, rows, "raincore")
     kept = [
         r
         for r in rows
         if r["kind"] in KINDS
-        and (r["kind"] != "token" or json.loads(r["detail"] or "{}").get("op") in TOKEN_OPS)
+        and (r["kind"] != TOKEN or json.loads(r["detail"] or "{}").get("op") in TOKEN_OPS)
     ]
+    assert {"drop", "invariant", TOKEN} <= {r["kind"] for r in kept}
+    assert not {"elected", "coord", "view_ack", "rrp"} & {r["kind"] for r in kept}
     small = [r for r in kept if r["kind"] not in ("deliver", "submit")]
-    assert {r["kind"] for r in small} - {"token"}, "the trace has few-row kinds"
     for ctx, expected in (
         (CheckContext(frame), kept),
         (CheckContext(frame, delivery_runs=frozenset()), small),
@@ -403,28 +413,22 @@ def test_a_context_without_deliveries_reads_no_message_columns(spark: Any, tmp_p
             ctx.close()
 
 
-def test_rows_mistaken_for_deliveries_only_fail_runs(spark: Any) -> None:
-    """The certificate takes every kind as long as ``deliver`` for a delivery without
-    comparing bytes, and matches submits by name. A row of another kind of that length
-    (``unknown``, not a trace kind) fails its run, and the exact checks, which ignore
-    it, find every property holding there; a row as long as ``submit`` that is not one
-    (``leader``) does not count as the submit of its message, whose run fails too, and
-    integrity's exact check reports the message as never sent."""
-    from ringcast.lab.checks.certify import DELIVERY_LENGTH
-    from ringcast.lab.checks.context import KINDS
-
-    assert [k for k in KINDS if len(k) == DELIVERY_LENGTH] == ["deliver"]
+def test_protocol_kinds_are_never_taken_for_deliveries_or_submits(spark: Any) -> None:
+    """Deliveries and submits are matched by their full names: a protocol's own kind as
+    long as ``deliver`` (``elected``) with a message in it is no delivery, so its run is
+    still certified and holds; one as long as ``submit`` (``signal``) does not vouch for
+    a message, whose run fails and integrity's exact check reports it never sent."""
     odd = steady("odd")
-    extra = dict(_delivered(odd, "B")[3], kind="unknown", order=None, t=10_000 * MS)
+    extra = dict(_delivered(odd, "B")[3], kind="elected", order=None, t=10_000 * MS)
     odd = renumber([*odd, extra])
     unsent = steady("unsent")
     submit = next(r for r in unsent if r["kind"] == "submit" and r["msg"] == "B:1")
-    submit["kind"], submit["order"] = "leader", None
+    submit["kind"], submit["order"] = "signal", None
     frame = _frame(spark, steady("clean") + odd + unsent, RUN_SCOPED)
-    assert _failed(frame, 2) == {"odd", "unsent"}
+    assert _failed(frame, 2) == {"unsent"}
     claims = {RUN_SCOPED: ("total_order", "fifo", "integrity")}
     by = {r.property: r for r in run_checks(frame, overrides=claims, partitions=2)}
-    assert by["total_order"].runs_certified == 1 and by["total_order"].violations == 0
+    assert by["total_order"].runs_certified == 2 and by["total_order"].violations == 0
     assert by["fifo"].violations == 0
     assert {(c["run"], tuple(c["msgs"])) for c in by["integrity"].counterexamples} == {
         ("unsent", ("B:1",))
@@ -472,52 +476,23 @@ def test_the_certificate_runs_in_its_own_pool(spark: Any, monkeypatch: Any) -> N
     assert spark.sparkContext.getLocalProperty(runner.POOL) is None
 
 
-def test_the_layout_hashes_runs_as_repartition_does(spark: Any) -> None:
-    """``hash_partition`` is Spark's ``pmod(hash(rid), n)`` for every kind of long,
-    so the layout needs no job to know where a run lands."""
+def test_nodes_sharing_a_window_only_fail_their_runs(spark: Any, monkeypatch: Any) -> None:
+    """Two nodes of a run whose node hashes collide share one window: their deliveries
+    are numbered together. Forcing every node of every run to collide, no run is
+    certified (labels no longer count from 0 per node) and the verdicts are those of
+    the exact checks alone: a collision can cost completeness, never soundness."""
     from pyspark.sql import functions as F
 
-    values = [*range(-5, 300), 1 << 31, (1 << 31) - 1, 1 << 40, -(1 << 63), (1 << 63) - 1]
-    frame = spark.createDataFrame([(v,) for v in values], "rid long")
-    for n in (1, 2, 7, 42, 1000):
-        got = frame.select("rid", F.expr(f"pmod(hash(rid), {n})").alias("p")).collect()
-        assert {r.rid: r.p for r in got} == {v: certify.hash_partition(v, n) for v in values}
-    placed = frame.repartition(5, "rid").select("rid", F.spark_partition_id().alias("p")).collect()
-    assert all(r.p == certify.hash_partition(r.rid, 5) for r in placed)
-
-
-def test_the_pair_hash_is_sparks_xxhash64(spark: Any) -> None:
-    """``xxhash64`` gives Spark's ``xxhash64(run, node)`` for short and long strings
-    (every tail length of XXH64's 32-, 8-, 4- and 1-byte steps) and non-ASCII text, so
-    that the driver's layout and the rows meet in the join."""
-    from pyspark.sql import functions as F
-
-    words = ["", "A", "synth:12", "é", "ringcast-λ-😀", *("x" * n for n in range(1, 70, 3))]
-    pairs = [(a, b) for a in words for b in words[::4]]
-    frame = spark.createDataFrame(pairs, "run string, node string")
-    got = frame.select("run", "node", F.xxhash64("run", "node").alias("h")).collect()
-    assert {(r.run, r.node): r.h for r in got} == {p: certify.xxhash64(*p) for p in pairs}
-
-
-def test_runs_whose_pair_hash_collides_fail(spark: Any, monkeypatch: Any) -> None:
-    """A (run, node) whose hash another one shares could pick up the other's rows in the
-    join: both runs are left out of the layout (and fail), the others are still proved.
-    The collision is forced by giving two pairs one hash on the driver."""
-    rows = steady("clean") + steady("one") + steady("other")
+    rows = steady("clean") + swapped(steady("bad")) + duplicated(steady("dup"))
     frame = _frame(spark, rows, RUN_SCOPED)
-    nodes = CheckContext(frame).run_nodes
-    real = certify.xxhash64
-
-    def colliding(*values: str) -> int:
-        return 7 if values in {("one", "B"), ("other", "D")} else real(*values)
-
-    monkeypatch.setattr(certify, "xxhash64", colliding)
-    layout = plan_layout(nodes, 2)
-    assert layout.excluded == {"one", "other"}
-    assert {run for run, *_ in layout.groups} == {"clean"}
-    monkeypatch.undo()
-    assert failed_runs(frame, layout) == {"one", "other"}
-    assert _failed(frame, 2) == set()
+    assert _failed(frame, 2) == {"bad", "dup"}
+    monkeypatch.setattr(certify, "node_key", lambda: F.lit(7).cast("long"))
+    assert _failed(frame, 2) == {"clean", "bad", "dup"}
+    claims = {RUN_SCOPED: PROPERTIES}
+    fast = run_checks(frame, overrides=claims, examples=100)
+    exact = run_checks(frame, overrides=claims, examples=100, certify=False)
+    assert _outcome(fast) == _outcome(exact)
+    assert all(r.runs_certified == 0 for r in fast)
 
 
 def test_equal_counters_are_not_ordered_but_smaller_ones_are(spark: Any) -> None:
@@ -564,3 +539,38 @@ def test_small_frames_are_local_relations(spark: Any) -> None:
     assert small_frame(spark, [], "run string").collect() == []
     longs = small_frame(spark, [(1, None), (None, 1 << 62)], "a long, b long")
     assert [tuple(r) for r in longs.collect()] == [(1, None), (None, 1 << 62)]
+
+
+def test_the_certificate_decides_nothing_but_its_three_properties(spark: Any) -> None:
+    """A node that stops delivering before the others keeps their common order, so its
+    run passes the certificate; it still misses messages before the next configuration,
+    which virtual_synchrony (not one of the certificate's properties) must report."""
+    rows = steady("tail")
+    late = 1000 * MS
+    rows += [
+        _row("tail", n, late, "view", view="v2", members=list(NODES), transitional=False)
+        for n in NODES
+    ]
+    rows = renumber([r for r in rows if r not in _delivered(rows, "D")[-2:]])
+    frame = _frame(spark, rows, RUN_SCOPED)
+    assert _failed(frame, 1) == set()
+    claims = {RUN_SCOPED: PROPERTIES}
+    by = {r.property: r for r in run_checks(frame, overrides=claims, partitions=1)}
+    assert by["total_order"].runs_certified == 1
+    assert by["virtual_synchrony"].status == "violated"
+    assert {tuple(c["msgs"]) for c in by["virtual_synchrony"].counterexamples} == {
+        ("C:3",),
+        ("D:3",),
+    }
+
+
+def test_the_certificate_shuffles_its_rows_once(shapes: Any) -> None:
+    """One shuffle, by run: the per-node window, the per-message aggregation and the
+    per-sender maximum all read its partitioning (the layout's run numbers are a
+    broadcast, not a shuffle)."""
+    layout = plan_layout(CheckContext(shapes).run_nodes, 3)
+    planned = certify.certificate(shapes, layout)
+    assert planned.frame is not None
+    plan = planned.frame._jdf.queryExecution().executedPlan().toString()
+    assert plan.count("Exchange hashpartitioning") == 1, plan
+    assert "BroadcastExchange" in plan

@@ -272,3 +272,63 @@ def test_output_is_identical_across_processes(tmp_path):
             (prefix.with_suffix(".parquet").read_bytes(), prefix.with_suffix(".jsonl").read_bytes())
         )
     assert outputs[0] == outputs[1]
+
+
+def test_a_parquet_trace_names_its_protocol(tmp_path, rows, make_table):
+    """Given a protocol, the writer names it in the file's metadata (and nothing else
+    changes: the rows read back alike, the same rows and protocol give the same bytes);
+    ``trace_protocol`` reads it from the footer. A file written without one, as every
+    file was before the key existed, still reads and names none; so does JSON Lines."""
+    from ringcast.trace import PROTOCOL_KEY, trace_protocol
+
+    named = tmp_path / "named.parquet"
+    with open_writer(named, "parquet", protocol="totem") as writer:
+        writer.write(rows)
+    meta = pq.ParquetFile(named).metadata.metadata
+    assert meta[PROTOCOL_KEY.encode()] == b"totem"
+    assert set(meta) == {b"ARROW:schema", PROTOCOL_KEY.encode()}
+    assert trace_protocol(named) == "totem"
+    assert read_trace(named).equals(make_table(rows))
+    assert named.read_bytes() != _write(tmp_path / "plain.parquet", "parquet", rows).read_bytes()
+    with ParquetTraceWriter(tmp_path / "same.parquet", protocol="totem") as writer:
+        writer.write(rows)
+    assert (tmp_path / "same.parquet").read_bytes() == named.read_bytes()
+    assert trace_protocol(tmp_path / "plain.parquet") is None
+    assert read_trace(tmp_path / "plain.parquet").equals(make_table(rows))
+    jsonl = tmp_path / "t.jsonl"
+    with open_writer(jsonl, "jsonl", protocol="totem") as writer:
+        writer.write(rows)
+    assert trace_protocol(jsonl) is None
+    with pytest.raises(ValueError, match="protocol must be a non-empty string"):
+        ParquetTraceWriter(tmp_path / "bad.parquet", protocol="")
+    (tmp_path / "junk.parquet").write_bytes(b"not parquet")
+    with pytest.raises(TraceSchemaError, match=r"junk\.parquet: not a readable Parquet file"):
+        trace_protocol(tmp_path / "junk.parquet")
+
+
+def test_the_simulator_and_the_runtime_name_their_protocol(tmp_path):
+    """Both writers of ringcast's traces give the trace writer their protocol: a
+    simulated run's ``trace.parquet`` and a runtime node's segment files name it."""
+    from ringcast.runtime.storage import StateStore
+    from ringcast.runtime.tracelog import TraceLog
+    from ringcast.sim import Simulation, load_scenario
+    from ringcast.trace import trace_protocol
+
+    root = Path(__file__).resolve().parents[2]
+    result = Simulation(load_scenario(root / "scenarios/raincore/fig13_crash.toml"), seed=1).run()
+    assert trace_protocol(result.write(tmp_path / "sim")) == "raincore"
+    log = TraceLog(
+        tmp_path / "rt",
+        run="r",
+        node="A",
+        fmt="parquet",
+        origin_ns=0,
+        store=StateStore(tmp_path / "state", fsync=False),
+        boot=1,
+        protocol="totem",
+    )
+    log.add("view", view="1", members=["A"], transitional=False)
+    log.close()
+    (segment,) = sorted((tmp_path / "rt").glob("*.parquet"))
+    assert trace_protocol(segment) == "totem"
+    assert read_trace(segment).num_rows == 1

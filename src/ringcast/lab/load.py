@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ringcast.lab.errors import LabError
-from ringcast.trace.reader import find_trace_files, read_trace
+from ringcast.trace.reader import find_trace_files, read_trace, schema_protocol
 from ringcast.trace.schema import COLUMNS
 from ringcast.trace.validate import TraceSchemaError, schema_problems
 
@@ -34,7 +34,9 @@ def trace_root(path: Path) -> Path:
     return sub if sub.is_dir() else path
 
 
-def _check_parquet(file: Path) -> None:
+def _check_parquet(file: Path) -> str | None:
+    """Check ``file``'s schema (its footer only); return the protocol it names in its
+    metadata (:data:`~ringcast.trace.schema.PROTOCOL_KEY`), if any."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -46,6 +48,7 @@ def _check_parquet(file: Path) -> None:
     problems = [p for p in schema_problems(schema) if not _partition_only(p, file)]
     if problems:
         raise LabError(f"{file}: " + "; ".join(problems))
+    return schema_protocol(schema)
 
 
 def _partition_only(problem: str, file: Path) -> bool:
@@ -73,8 +76,11 @@ def load_traces(
     """One DataFrame of the trace columns plus ``protocol`` and ``scenario``.
 
     ``paths`` are sweep output directories, trace directories or trace files
-    (``.parquet``, ``.jsonl``). ``protocol`` names the protocol of traces that do not
-    say (no ``protocol=`` partition and no ``summary.json``). Raises ``LabError``
+    (``.parquet``, ``.jsonl``). A trace's protocol is, first, its ``protocol=``
+    partition directory (a sweep's output); else the one its Parquet file names in its
+    metadata (the trace writer writes it, :func:`~ringcast.trace.reader.trace_protocol`);
+    else the one of the ``summary.json`` beside it (``ringcast sim``); else
+    ``protocol``; else ``unknown``, which is held to the default claims. Raises ``LabError``
     naming the first missing, empty, unreadable or non-conforming input.
     """
     from pyspark.sql import functions as F
@@ -92,11 +98,10 @@ def load_traces(
             raise LabError(f"{path}: holds no .parquet or .jsonl trace files")
         parquet = [f for f in files if f.suffix.lower() == ".parquet"]
         jsonl = [f for f in files if f.suffix.lower() == ".jsonl"]
-        for f in parquet:
-            _check_parquet(f)
+        named = {f: _check_parquet(f) for f in parquet}
         groups: dict[str | None, list[Path]] = {}
         for f in parquet:
-            groups.setdefault(_summary_protocol(f) or protocol, []).append(f)
+            groups.setdefault(named[f] or _summary_protocol(f) or protocol, []).append(f)
         base = root if root.is_dir() else root.parent
         for proto, group in groups.items():
             df = spark.read.option("basePath", str(base)).parquet(*map(str, group))

@@ -23,6 +23,7 @@ __all__ = [
     "claim",
     "claims",
     "converge_on",
+    "declares_kind",
     "order_scope",
     "parse_claims",
     "total_orders",
@@ -69,6 +70,13 @@ def converge_on(protocol: str) -> str:
     """``view`` (the same configuration id and members) or ``members`` (member set)."""
     spec = _spec(protocol)
     return spec.converge_on if spec is not None else "view"
+
+
+def declares_kind(protocol: str, kind: str) -> bool:
+    """Whether ``protocol``'s runs can hold rows of ``kind``: a host kind, or one of its
+    spec's ``trace_kinds``. A protocol not registered here may write any kind."""
+    spec = _spec(protocol)
+    return spec is None or kind in spec.kinds
 
 
 def claim(protocol: str, properties: Iterable[str]) -> None:

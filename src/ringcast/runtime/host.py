@@ -147,6 +147,7 @@ class NodeHost:
                 store=self.store,
                 boot=self.boot,
                 rotate_ns=cfg.trace_rotate_ns,
+                protocol=cfg.protocol,
             )
             self.interp.trace = self._trace
         self._loop = asyncio.get_running_loop()

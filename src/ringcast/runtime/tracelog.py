@@ -40,12 +40,14 @@ class TraceLog:
         boot: int,
         rotate_ns: int = 5_000_000_000,
         max_rows: int = 200_000,
+        protocol: str | None = None,
     ):
         self.dir = directory
         self.dir.mkdir(parents=True, exist_ok=True)
         self.run = run
         self.node = node
         self.fmt = fmt
+        self.protocol = protocol  # named in each Parquet segment's metadata
         self.origin = origin_ns
         self.rotate_ns = rotate_ns
         self.max_rows = max_rows
@@ -110,7 +112,7 @@ class TraceLog:
 
     def _write(self, rows: list[tuple[Any, ...]], name: str) -> None:
         tmp = self.dir / f".{name}.tmp"
-        writer = open_writer(tmp, self.fmt)
+        writer = open_writer(tmp, self.fmt, protocol=self.protocol)
         try:
             writer.write(rows)
         finally:

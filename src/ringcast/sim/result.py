@@ -52,7 +52,7 @@ class SimResult:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         path = out / ("trace.parquet" if fmt == "parquet" else "trace.jsonl")
-        with open_writer(path, fmt) as w:
+        with open_writer(path, fmt, protocol=self.scenario.protocol) as w:
             for batch in self.table().to_batches():
                 w.write_batch(batch)
         (out / "summary.json").write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")

@@ -3,9 +3,9 @@
 Parquet on disk, JSON Lines for humans; see ``docs/trace-schema.md``.
 """
 
-from ringcast.trace.reader import read_trace
+from ringcast.trace.reader import read_trace, trace_protocol
 from ringcast.trace.rows import RECORD_COLUMNS, encode_detail, host_detail, make_row
-from ringcast.trace.schema import COLUMNS, NON_NULL, REQUIRED, SCHEMA, Row
+from ringcast.trace.schema import COLUMNS, NON_NULL, PROTOCOL_KEY, REQUIRED, SCHEMA, Row
 from ringcast.trace.validate import TraceSchemaError, validate_table
 from ringcast.trace.writer import (
     JsonlTraceWriter,
@@ -17,6 +17,7 @@ from ringcast.trace.writer import (
 __all__ = [
     "COLUMNS",
     "NON_NULL",
+    "PROTOCOL_KEY",
     "RECORD_COLUMNS",
     "REQUIRED",
     "SCHEMA",
@@ -30,5 +31,6 @@ __all__ = [
     "make_row",
     "open_writer",
     "read_trace",
+    "trace_protocol",
     "validate_table",
 ]

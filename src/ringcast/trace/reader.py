@@ -18,10 +18,10 @@ from ringcast.trace.conform import conform_table
 from ringcast.trace.jsonl import parse_jsonl
 from ringcast.trace.messages import first_line
 from ringcast.trace.partitions import partition_values
-from ringcast.trace.schema import COLUMNS, SCHEMA
+from ringcast.trace.schema import COLUMNS, PROTOCOL_KEY, SCHEMA
 from ringcast.trace.validate import TraceSchemaError, validate_table
 
-__all__ = ["SUFFIXES", "find_trace_files", "read_trace"]
+__all__ = ["SUFFIXES", "find_trace_files", "read_trace", "schema_protocol", "trace_protocol"]
 
 SUFFIXES: tuple[str, ...] = (".parquet", ".jsonl")
 """File name endings :func:`read_trace` reads (case-insensitive)."""
@@ -66,6 +66,34 @@ def read_trace(
         raise TraceSchemaError(f"{source}: no such file or directory")
     validate_table(table, source, check_order=check_order)
     return table
+
+
+def trace_protocol(path: str | Path) -> str | None:
+    """The protocol a Parquet trace file names in its metadata
+    (:data:`~ringcast.trace.schema.PROTOCOL_KEY`), or None: a file written before the
+    key existed, by another writer, or a JSON Lines file. Reads the footer only.
+
+    Raises :class:`TraceSchemaError` naming the file when it is not readable Parquet.
+    """
+    file = Path(path)
+    if file.suffix.lower() != ".parquet":
+        return None
+    try:
+        schema = pq.read_schema(file)
+    except _READ_ERRORS as exc:
+        raise TraceSchemaError(f"{path}: not a readable Parquet file ({first_line(exc)})") from None
+    return schema_protocol(schema)
+
+
+def schema_protocol(schema: pa.Schema) -> str | None:
+    """The protocol named in ``schema``'s metadata (a Parquet trace file's), or None."""
+    raw = (schema.metadata or {}).get(PROTOCOL_KEY.encode())
+    if not raw:
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def find_trace_files(root: Path) -> list[Path]:

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
-__all__ = ["COLUMNS", "NON_NULL", "NULLABLE", "REQUIRED", "SCHEMA", "Row"]
+__all__ = ["COLUMNS", "NON_NULL", "NULLABLE", "PROTOCOL_KEY", "REQUIRED", "SCHEMA", "Row"]
 
 SCHEMA: pa.Schema = pa.schema(
     [
@@ -42,6 +42,13 @@ NON_NULL: tuple[str, ...] = tuple(f.name for f in SCHEMA if not f.nullable)
 
 NULLABLE: tuple[str, ...] = tuple(f.name for f in SCHEMA if f.nullable)
 """The columns that may be null: msg, order, view, members, transitional, size, detail."""
+
+
+PROTOCOL_KEY = "ringcast.protocol"
+"""The Parquet key-value metadata key under which a trace file names the protocol its
+runs come from (written by :class:`~ringcast.trace.writer.ParquetTraceWriter` when
+given one; read by :func:`~ringcast.trace.reader.trace_protocol`). A file without it
+(written before the key existed, or by another writer) names no protocol."""
 
 
 class Row(NamedTuple):

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from ringcast.trace.conform import conform_table
 from ringcast.trace.convert import columns_to_table, rows_to_table
-from ringcast.trace.schema import COLUMNS, SCHEMA, Row
+from ringcast.trace.schema import COLUMNS, PROTOCOL_KEY, SCHEMA, Row
 from ringcast.trace.validate import validate_table
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "JsonlTraceWriter",
     "ParquetTraceWriter",
     "TraceWriter",
+    "file_schema",
     "open_writer",
 ]
 
@@ -213,15 +214,19 @@ class ParquetTraceWriter(TraceWriter):
     The file is deterministic: fixed settings (zstd level 1, dictionary encoding for
     :data:`PARQUET_DICTIONARY_COLUMNS`, delta encoding for ``t`` and ``i``, data page
     format 1.0, statistics on, no page index or checksums), no timestamps; the only
-    metadata is the Arrow schema and the writing library's ``created_by`` string.
-    The same rows give the same bytes with the same pyarrow version.
+    metadata is the Arrow schema, the writing library's ``created_by`` string and, when
+    ``protocol`` is given, the protocol's name under :data:`~ringcast.trace.schema.
+    PROTOCOL_KEY` (so that the file says which protocol's claims it is checked for).
+    The same rows and protocol give the same bytes with the same pyarrow version.
     """
 
-    def __init__(self, path: str | Path, *, batch_rows: int = 65536) -> None:
+    def __init__(
+        self, path: str | Path, *, batch_rows: int = 65536, protocol: str | None = None
+    ) -> None:
         super().__init__(str(path), batch_rows)
         self._writer = pq.ParquetWriter(
             str(path),
-            SCHEMA,
+            file_schema(protocol),
             version="2.6",
             use_dictionary=list(PARQUET_DICTIONARY_COLUMNS),
             column_encoding=PARQUET_COLUMN_ENCODING,
@@ -242,12 +247,23 @@ class ParquetTraceWriter(TraceWriter):
         self._writer.close()
 
 
+def file_schema(protocol: str | None) -> pa.Schema:
+    """:data:`SCHEMA` with the protocol's name as key-value metadata (none without)."""
+    if protocol is None:
+        return SCHEMA
+    if not isinstance(protocol, str) or not protocol:
+        raise ValueError(f"protocol must be a non-empty string, got {protocol!r}")
+    return SCHEMA.with_metadata({PROTOCOL_KEY: protocol})
+
+
 class JsonlTraceWriter(TraceWriter):
     """Writes a trace as JSON Lines: one object a row, UTF-8, ``\\n`` line ends.
 
     Every object has all 12 keys in column order (nulls as ``null``), compact
     separators ``,`` and ``:``, non-ASCII text as is; ``detail`` stays a JSON string,
-    ``members`` is a JSON array.
+    ``members`` is a JSON array. JSON Lines has no place for metadata, so a JSON Lines
+    trace names no protocol (a ``summary.json`` beside it or the lab's ``--protocol``
+    does).
     """
 
     def __init__(self, path: str | Path, *, batch_rows: int = 4096) -> None:
@@ -267,10 +283,12 @@ class JsonlTraceWriter(TraceWriter):
         self._file.close()
 
 
-def open_writer(path: str | Path, fmt: str) -> TraceWriter:
-    """A writer for ``path`` in format ``fmt``: ``"parquet"`` or ``"jsonl"``."""
+def open_writer(path: str | Path, fmt: str, *, protocol: str | None = None) -> TraceWriter:
+    """A writer for ``path`` in format ``fmt``: ``"parquet"`` or ``"jsonl"``. A Parquet
+    file names ``protocol`` in its metadata (:data:`~ringcast.trace.schema.PROTOCOL_KEY`);
+    JSON Lines cannot."""
     if fmt == "parquet":
-        return ParquetTraceWriter(path)
+        return ParquetTraceWriter(path, protocol=protocol)
     if fmt == "jsonl":
         return JsonlTraceWriter(path)
     raise ValueError(

@@ -20,19 +20,26 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ringcast.lab.properties import total_orders
+from ringcast.protocols.registry import HOST_KINDS
 from ringcast.trace.schema import COLUMNS
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-KINDS = ("deliver", "submit", "view", "fault", "lock", "state", "leader", "stats", "token")
 MESSAGE_KINDS = ("deliver", "submit")
 """The kinds of a message's rows: the many rows of a trace, and the only ones with a
 ``msg`` and an ``order`` (:data:`MESSAGE_COLUMNS`)."""
-SMALL_KINDS = tuple(k for k in KINDS if k not in (*MESSAGE_KINDS, "token"))
-"""The kinds with few rows: the annotation keeps them, and the ``token`` rows it needs.
-None is as long as ``deliver``, so a filter naming them drops a delivery without
-comparing its bytes."""
+TOKEN = "token"
+"""A protocol's own kind, not a host's: Raincore and Totem list it in their specs'
+``trace_kinds``. single_token reads its rows, of the protocols it is applied to that
+declare it (:func:`~ringcast.lab.properties.declares_kind`)."""
+SMALL_KINDS = tuple(k for k in HOST_KINDS if k not in MESSAGE_KINDS)
+"""The host kinds with few rows: the annotation keeps every row of them, by name."""
+KINDS = (*MESSAGE_KINDS, *SMALL_KINDS, TOKEN)
+"""The kinds the checks see: every host kind of the registry
+(:data:`~ringcast.protocols.registry.HOST_KINDS`) and :data:`TOKEN`. Rows are matched
+by the kind's full name, so a protocol's own kind (``elected``, ``coord``,
+``view_ack``, ...) is never taken for one of them."""
 TOKEN_OPS = ("sent", "returned", "dropped")
 """The ``token`` rows the checks read (single_token): the token passed on or lost."""
 RESET_ACTIONS = ("crash", "restart", "join", "leave")
@@ -104,7 +111,7 @@ class CheckContext:
     convergence_bound: int = 10_000_000_000
     safe_grace: int = 500_000_000
     token_protocols: frozenset[str] | None = None
-    """Protocols whose ``token`` rows (op sent/returned/dropped) are kept (for
+    """Protocols whose :data:`TOKEN` rows (op sent/returned/dropped) are kept (for
     single_token); None keeps them for every protocol."""
     delivery_runs: frozenset[str] | None = None
     """Runs whose ``deliver`` and ``submit`` rows are kept (the runs some check reads
@@ -156,10 +163,9 @@ class CheckContext:
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-        # the few-row kinds by name (SMALL_KINDS): a delivery is then dropped without
-        # comparing its bytes, which "neither deliver nor submit" would compare
+        # every host kind's rows by name; the token rows of the protocols that need them
         small = F.col("kind").isin(*SMALL_KINDS)
-        token = (F.col("kind") == "token") & F.get_json_object("detail", "$.op").isin(*TOKEN_OPS)
+        token = (F.col("kind") == TOKEN) & F.get_json_object("detail", "$.op").isin(*TOKEN_OPS)
         if self.token_protocols is not None:
             token = (
                 token & F.col("protocol").isin(*sorted(self.token_protocols))

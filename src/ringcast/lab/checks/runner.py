@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ringcast.lab.checks.certify import CERTIFIED, Certificate, certificate, plan_layout
-from ringcast.lab.checks.context import VIOLATION_COLUMNS, CheckContext, small_frame
-from ringcast.lab.properties import PROPERTIES, claims
+from ringcast.lab.checks.context import TOKEN, VIOLATION_COLUMNS, CheckContext, small_frame
+from ringcast.lab.properties import PROPERTIES, claims, declares_kind
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -110,11 +110,14 @@ def run_checks(
     with _adaptive_off(trace.sparkSession.conf), closing(ctx):
         with _phase(sc, "ringcast check: runs and their inputs"):
             info = ctx.run_info
-        # token rows are only needed for the protocols single_token is applied to
+        # token rows are only needed for the protocols single_token is applied to, and
+        # only read where the protocol declares the kind (a protocol's own kind)
         ctx.token_protocols = frozenset(
             r["protocol"]
             for r in info
-            if "single_token" in names and "single_token" in claims(r["protocol"], overrides)
+            if "single_token" in names
+            and "single_token" in claims(r["protocol"], overrides)
+            and declares_kind(r["protocol"], TOKEN)
         )
         plans = [(name, *_plan_one(CHECKS[name], info, overrides)) for name in names]
         results = [result for _name, result, _active, _runs in plans]
@@ -157,10 +160,13 @@ def _second_round(
     certified = proof.result() if proof is not None else set()
     second: dict[str, list[str]] = {}
     for name, result, _active, runs in plans:
-        if name in READS_DELIVERIES:
+        if name in CERTIFIED:
             second[name] = [r for r in exact[name] if r not in certified]
-            if name in CERTIFIED:
-                result.runs_certified = len(runs) - len(second[name])
+            result.runs_certified = len(runs) - len(second[name])
+        elif name in READS_DELIVERIES:
+            # the certificate proves nothing about these (a node that stops delivering
+            # before the others keeps one common order, and misses messages)
+            second[name] = list(exact[name])
     if any(second.values()):
         late = ctx.with_deliveries(frozenset(r for runs in second.values() for r in runs))
         with closing(late):
