@@ -100,3 +100,38 @@ def test_claims_and_absent_inputs_make_not_applicable(spark: Any) -> None:
     }
     assert by["total_order"].status == VIOLATED
     assert by["mutual_exclusion"].status == NOT_APPLICABLE
+
+
+def _fence(rows: list[dict[str, Any]], fences: dict[str, int]) -> list[dict[str, Any]]:
+    """Give each node's lock grant the fencing token in ``fences``."""
+    import json
+
+    for r in rows:
+        if r["kind"] == "lock" and r["node"] in fences:
+            d = json.loads(r["detail"])
+            if d["op"] == "granted":
+                r["detail"] = json.dumps({"op": "granted", "fence": fences[r["node"]]})
+    return rows
+
+
+def test_overlapping_holds_with_distinct_fences_are_the_fenced_limit(spark: Any) -> None:
+    from lab_traces import overlapping_locks
+
+    fenced, _ = overlapping_locks(clean_trace("fenced"))
+    same, _ = overlapping_locks(clean_trace("same_fence"))
+    unfenced, _ = overlapping_locks(clean_trace("unfenced"))
+    half, _ = overlapping_locks(clean_trace("half"))
+    rows = (
+        _fence(fenced, {"A": 5, "B": 9})  # a resource refuses A's writes once it saw 9
+        + _fence(same, {"A": 7, "B": 7})  # one fence granted twice: no resource can tell
+        + unfenced  # a protocol that gives no fence: the strict rule
+        + _fence(half, {"A": 0, "B": 9})
+    )
+    results = run_checks(
+        _frame(spark, rows, "raincore"),
+        overrides={"raincore": ["mutual_exclusion"]},
+        examples=100,
+    )
+    me = {r.property: r for r in results}["mutual_exclusion"]
+    assert me.status == VIOLATED
+    assert {c["run"] for c in me.counterexamples} == {"same_fence", "unfenced", "half"}

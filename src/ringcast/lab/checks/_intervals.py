@@ -41,14 +41,15 @@ def hold_intervals(
     )
 
 
-def overlaps(intervals: DataFrame, scope: list[str]) -> DataFrame:
+def overlaps(intervals: DataFrame, scope: list[str], carry: tuple[str, ...] = ()) -> DataFrame:
     """Rows of ``intervals`` (run, protocol, node, start, end, + ``scope`` columns) that
     start before an interval of another node in the same scope has ended.
 
     Ordered by start within the scope, each interval is compared with the running
     maximum end of the intervals before it; the result adds ``other`` (node),
     ``other_start`` and ``other_end``. Intervals of one node never overlap each other,
-    so the interval ending last before a start is the one to compare with.
+    so the interval ending last before a start is the one to compare with. ``carry``
+    names columns of that other interval to keep too, as ``other_<name>``.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -58,7 +59,7 @@ def overlaps(intervals: DataFrame, scope: list[str]) -> DataFrame:
         .orderBy("start", "node")
         .rowsBetween(Window.unboundedPreceding, -1)
     )
-    prev = F.max(F.struct(F.col("end"), F.col("node"), F.col("start"))).over(w)
+    prev = F.max(F.struct(F.col("end"), F.col("node"), F.col("start"), *carry)).over(w)
     x = intervals.withColumn("_prev", prev)
     return x.filter(
         (F.col("start") < F.col("_prev.end")) & (F.col("node") != F.col("_prev.node"))
@@ -67,4 +68,5 @@ def overlaps(intervals: DataFrame, scope: list[str]) -> DataFrame:
         F.col("_prev.node").alias("other"),
         F.col("_prev.start").alias("other_start"),
         F.col("_prev.end").alias("other_end"),
+        *(F.col(f"_prev.{c}").alias(f"other_{c}") for c in carry),
     )

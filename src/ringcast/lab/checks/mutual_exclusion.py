@@ -2,6 +2,13 @@
 
 A hold runs from a ``lock`` row with ``detail.op`` = ``granted`` to the node's next
 ``released`` row, its crash or leave, or the end of the run.
+
+Fencing (a grant's ``detail.fence``, a number that grows with every grant, as Chubby's
+sequencers): two overlapping holds whose fences are both non-zero and different are
+the documented limit of a lease-based lock, not a violation: a resource that checks
+fences refuses the lower-fenced holder (a paused holder, a stale token copy). Overlaps
+with equal or missing fences stay violations; a protocol that gives no fence keeps the
+strict rule.
 """
 
 from __future__ import annotations
@@ -33,8 +40,11 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
             | ((F.col("kind") == "fault") & F.col("action").isin("crash", "leave"))
         )
     ).withColumn("granted", (F.col("kind") == "lock") & (op == "granted"))
-    holds = hold_intervals(ev, "granted", ctx.run_ends())
-    bad = overlaps(holds, ["run"])
+    fence = F.coalesce(F.get_json_object("detail", "$.fence").cast("long"), F.lit(0))
+    holds = hold_intervals(ev, "granted", ctx.run_ends(), fence.alias("fence"))
+    over = overlaps(holds, ["run"], carry=("fence",))
+    fenced = (F.col("fence") > 0) & (F.col("other_fence") > 0)
+    bad = over.filter(~(fenced & (F.col("fence") != F.col("other_fence"))))
     note = F.concat(
         F.col("node"),
         F.lit(" granted the lock while "),
