@@ -327,7 +327,7 @@ def test_the_simulator_and_the_runtime_name_their_protocol(tmp_path):
         boot=1,
         protocol="totem",
     )
-    log.add("view", view="1", members=["A"], transitional=False)
+    log.add(0, "view", view="1", members=["A"], transitional=False)
     log.close()
     (segment,) = sorted((tmp_path / "rt").glob("*.parquet"))
     assert trace_protocol(segment) == "totem"
