@@ -86,11 +86,14 @@ def test_partition_heals_under_one_coordinator(
                 p.wait()
         for w in logs.values():
             w.close()
-    trace = read_trace(tmp_path / "trace").to_pydict()
-    last: dict[str, tuple[str, str]] = {}
+    # Every node recorded the merged view with n1 as its leader. (The SIGTERMs above make
+    # the nodes leave one by one, so views installed during the shutdown come later.)
+    rows = read_trace(tmp_path / "trace").to_pydict()
+    leaders: dict[str, set[tuple[str, str]]] = {}
     for node, kind, view, detail in zip(
-        trace["node"], trace["kind"], trace["view"], trace["detail"], strict=True
+        rows["node"], rows["kind"], rows["view"], rows["detail"], strict=True
     ):
         if kind == "leader":
-            last[str(node)] = (str(view), json.loads(str(detail))["leader"])
-    assert {v for v in last.values()} == {(next(iter(merged)), "n1")}
+            leaders.setdefault(str(node), set()).add((str(view), json.loads(str(detail))["leader"]))
+    healed = next(iter(merged))
+    assert all((healed, "n1") in leaders.get(n, set()) for n in HOSTS), leaders
