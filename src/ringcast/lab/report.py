@@ -72,9 +72,13 @@ def _properties(check: dict[str, Any]) -> str:
 
 
 def render_report(
-    check: dict[str, Any], metrics: dict[str, Any], sweep: dict[str, Any] | None = None
+    check: dict[str, Any],
+    metrics: dict[str, Any],
+    sweep: dict[str, Any] | None = None,
+    where: dict[str, Any] | None = None,
 ) -> str:
-    """The HTML text of the report for ``check.json``, ``metrics.json`` (and ``sweep.json``)."""
+    """The HTML text of the report for ``check.json``, ``metrics.json`` (and
+    ``sweep.json``, and ``where.json``: where the sweep and the checks ran)."""
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>ringcast lab report</title>",
         f"<style>{CSS}</style></head><body><h1>ringcast lab report</h1>",
@@ -87,6 +91,13 @@ def render_report(
             f", grid <code>{escape(str(sweep.get('grid')))}</code>; simulated in "
             f"{sweep.get('wall_s')} s ({sweep.get('runs_per_second')} runs/s).</p>"
         )
+    if where:
+        ran = [
+            f"{phase} on {escape(str(where[key].get('line')))}"
+            for key, phase in (("sweep", "sweep"), ("checks", "checks"))
+            if key in where
+        ]
+        parts.append(f"<p class='where'>Ran: {'; '.join(ran)}.</p>")
     ok = check.get("ok")
     parts.append(
         f"<h2>Safety properties: <span class='{'holds' if ok else 'violated'}'>"
