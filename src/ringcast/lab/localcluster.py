@@ -17,6 +17,7 @@ when the driver ships ringcast.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -73,7 +74,10 @@ def bare_python(directory: Path) -> Path:
     return wrapper
 
 
-def _environment(python: Path | str, log_dir: Path) -> dict[str, str]:
+def _environment(python: Path | str, log_dir: Path, memory: str = "256m") -> dict[str, str]:
+    """The launchers' environment: no Python path or Spark settings of the caller's,
+    the executors' Python, logs and pid files in ``log_dir``, the JVMs' heap
+    ``memory`` (a master or worker needs little), in the foreground, on loopback."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -86,7 +90,7 @@ def _environment(python: Path | str, log_dir: Path) -> dict[str, str]:
         PYSPARK_PYTHON=str(python),
         SPARK_LOG_DIR=str(log_dir),
         SPARK_PID_DIR=str(log_dir),
-        SPARK_DAEMON_MEMORY="256m",
+        SPARK_DAEMON_MEMORY=memory,
         SPARK_NO_DAEMONIZE="1",
         SPARK_LOCAL_IP="127.0.0.1",
     )
@@ -134,7 +138,12 @@ class LocalCluster:
         log = self.directory / f"{name}.log"
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                args, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+                args,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=self.directory,
+                start_new_session=True,
             )
         self.processes[name] = proc
         return proc
@@ -222,10 +231,8 @@ def _stop_group(proc: subprocess.Popen[bytes]) -> None:
         except ProcessLookupError:
             pass
     # children (executors, Python workers) of a process that was killed outright
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 @dataclass
@@ -247,7 +254,7 @@ class ConnectServer:
     def start(self, timeout: float = 180.0) -> ConnectServer:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
-        env = _environment(self.python, self.directory)
+        env = _environment(self.python, self.directory, self.memory)
         log = self.directory / "connect.log"
         with log.open("wb") as out:
             self.process = subprocess.Popen(
@@ -263,6 +270,7 @@ class ConnectServer:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env=env,
+                cwd=self.directory,
                 start_new_session=True,
             )  # fmt: skip
         _wait("the Spark Connect server", lambda: _port_open(self.port), self.process, log, timeout)

@@ -239,7 +239,7 @@ def connect_session(
     except ImportError:
         raise LabError("the lab needs PySpark: pip install 'ringcast[lab]'") from None
     try:
-        check_dependencies("pyspark.sql.connect.session")
+        check_dependencies()
     except ImportError as e:
         raise LabError(
             f"Spark Connect needs its Python client: pip install 'ringcast[lab]' ({e})"

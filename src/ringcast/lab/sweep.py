@@ -172,8 +172,10 @@ def run_sweep(
         watcher.start()
     t0 = time.perf_counter()
     try:
+        # an absolute path: a Spark Connect server resolves a relative one against
+        # its own working directory
         traces.write.mode("overwrite").partitionBy("protocol", "scenario").parquet(
-            str(out / TRACES_DIR)
+            str((out / TRACES_DIR).resolve())
         )
     finally:
         stop.set()
