@@ -48,10 +48,11 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).resolve().parent
 
 
-def bare_python(directory: Path) -> Path:
+def bare_python(directory: Path, log: Path | None = None) -> Path:
     """An executable that runs this Python's base interpreter without any
     site-packages (``-S``) and with only :data:`EXECUTOR_PACKAGES` importable: no
-    ringcast. Returns the path of the wrapper script."""
+    ringcast; ``log``: a file each start appends a line to. Returns the path of the
+    wrapper script."""
     import pyarrow
 
     site = Path(pyarrow.__file__).resolve().parents[1]
@@ -65,9 +66,11 @@ def bare_python(directory: Path) -> Path:
             (lib / extra).symlink_to(site / extra)
     base = getattr(sys, "_base_executable", sys.executable)
     wrapper = directory / "python"
+    record = f'echo "$$ $*" >> "{log}"\n' if log is not None else ""
     wrapper.write_text(
         "#!/bin/sh\n"
         "# the executors' Python: no site-packages, no ringcast\n"
+        f"{record}"
         f'PYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{lib}" exec "{base}" -S "$@"\n'
     )
     wrapper.chmod(0o755)

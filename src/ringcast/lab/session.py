@@ -175,9 +175,16 @@ def spark_session(
         from pyspark.sql import SparkSession
     except ImportError:
         raise LabError("the lab needs PySpark: pip install 'ringcast[lab]'") from None
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     chosen = resolve_master(master)
+    # The executors' Python is the one PySpark reads from PYSPARK_PYTHON when the
+    # session starts: spark.pyspark.python (as spark-submit takes it) sets it; a local
+    # master runs this interpreter, a cluster Spark's default (python3 on the workers)
+    python = (conf or {}).get("spark.pyspark.python")
+    if python:
+        os.environ["PYSPARK_PYTHON"] = python
+    elif chosen and local_cores(chosen) is not None:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
     if chosen:
         builder = builder.master(chosen)
@@ -260,8 +267,14 @@ def connect_session(
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise LabError(f"cannot reach Spark Connect at {url}: {first}") from None
     _REMOTES[id(spark)] = url.split("/;")[0]  # no token or other parameters
-    if refused and say is not None:
-        say(f"Spark Connect server kept its own {', '.join(refused)}")
+    if say is not None:
+        if refused:
+            say(f"Spark Connect: the server keeps its own {', '.join(refused)}")
+        say(
+            "Spark Connect: no SparkContext on this side, so the checks run without a "
+            "scheduler pool of their own for the certificate and without job "
+            "descriptions, and the sweep's progress comes from the server's reports"
+        )
     if ship_package is not False:
         _ship(spark, connect=True, say=say)
     return spark
