@@ -24,7 +24,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from ringcast.lab.localcluster import ConnectServer, LocalCluster
+import ringcast.lab.driver
+from ringcast.lab.localcluster import ConnectServer, LocalCluster, spark_home
 from ringcast.lab.session import Where, resolve_remote
 from ringcast.lab.ship import build_zip
 
@@ -44,9 +45,13 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _lab(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return _spawn(cwd, [sys.executable, "-m", "ringcast.cli.main", "lab", *args], env)
+
+
+def _spawn(cwd: Path, cmd: list[str], env: dict[str, str] | None) -> subprocess.Popen[str]:
     cwd.mkdir(parents=True, exist_ok=True)
     return subprocess.Popen(
-        [sys.executable, "-m", "ringcast.cli.main", "lab", *args],
+        cmd,
         cwd=cwd,
         env=env or _env(),
         stdout=subprocess.PIPE,
@@ -193,6 +198,33 @@ def test_standalone_cluster_gives_the_local_results(
     html = (out / "report.html").read_text()
     assert f"Ran: sweep on Spark master {spark_cluster.master}: 2 executors, 2 cores" in html
     assert f"checks on Spark master {spark_cluster.master}" in html
+
+
+def test_spark_submit_gives_the_local_results(
+    spark_cluster: LocalCluster,
+    executor_python: tuple[Path, Path],
+    sweep_file: Path,
+    local_run: tuple[Path, str],
+) -> None:
+    """``spark-submit`` of the lab's driver program to the standalone master (client
+    mode): the session keeps the submitted master, ships ringcast, and the sweep is
+    the local one."""
+    python, _starts = executor_python
+    cwd = sweep_file.parent / "submitted"
+    cmd = [
+        str(spark_home() / "bin" / "spark-submit"),
+        "--master", spark_cluster.master,
+        "--driver-memory", "1g",
+        "--conf", "spark.executor.memory=512m",
+        "--conf", f"spark.pyspark.python={python}",
+        "--conf", f"spark.pyspark.driver.python={sys.executable}",
+        ringcast.lab.driver.__file__,
+        "lab", "sweep", str(sweep_file), "--out", "out", "--partitions", "6", "-q",
+    ]  # fmt: skip
+    _out, err = _finish(_spawn(cwd, cmd, _env()))
+    assert f"ringcast lab: Spark master {spark_cluster.master}: 2 executors, 2 cores" in err
+    assert "ringcast lab: shipped ringcast-" in err
+    assert_same_results(cwd / "out", local_run[0], checked=False)
 
 
 @pytest.fixture(scope="module")
