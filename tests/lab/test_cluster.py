@@ -26,12 +26,24 @@ import pytest
 
 import ringcast.lab.driver
 from ringcast.lab.localcluster import ConnectServer, LocalCluster, spark_home
-from ringcast.lab.session import Where, resolve_remote
+from ringcast.lab.session import (
+    Where,
+    expected_executors,
+    is_connect,
+    job_context,
+    resolve_remote,
+)
 from ringcast.lab.ship import build_zip
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ("totem/p2_missing_m3", "raincore/crash", "basic/crash_restart")
 RUN_TIMEOUT = 900
+# two executors of one core and 512 MiB: the session waits for both before its first job
+CLUSTER_CONF = (
+    "--conf", "spark.executor.memory=512m",
+    "--conf", "spark.executor.cores=1",
+    "--conf", "spark.cores.max=2",
+)  # fmt: skip
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -70,8 +82,7 @@ def _cluster_args(cluster: LocalCluster, python: Path) -> list[str]:
     return [
         "--master",
         cluster.master,
-        "--conf",
-        "spark.executor.memory=512m",
+        *CLUSTER_CONF,
         "--conf",
         f"spark.pyspark.python={python}",
     ]
@@ -150,6 +161,39 @@ def test_where_lines() -> None:
     assert connect.line() == "Spark Connect sc://h:15002 (server master local[2], 2 cores)"
 
 
+def test_the_report_header_says_where_it_ran() -> None:
+    from ringcast.lab.report import render_report
+
+    sweep = Where("spark://h:7077", 2, 2).as_dict()
+    checks = Where("local[2]", None, 2, "sc://h:15002").as_dict()
+    ran = {"sweep": sweep, "checks": checks}
+    html = render_report({"ok": True, "properties": {}}, {}, None, ran)
+    assert (
+        "Ran: sweep on Spark master spark://h:7077: 2 executors, 2 cores; "
+        "checks on Spark Connect sc://h:15002 (server master local[2], 2 cores)."
+    ) in html
+
+
+def test_checks_under_connect_get_a_context_that_sets_nothing() -> None:
+    """Spark Connect has no SparkContext: the checks' pool and job descriptions are
+    set on a stand-in that does nothing."""
+
+    class Remote:
+        __module__ = "pyspark.sql.connect.session"
+
+    assert is_connect(Remote())
+    sc = job_context(Remote())
+    sc.setLocalProperty("spark.scheduler.pool", "certificate")
+    sc.setJobDescription("ringcast check")
+
+
+def test_executors_expected_from_the_settings() -> None:
+    assert expected_executors({"spark.executor.instances": "8"}) == 8
+    assert expected_executors({"spark.cores.max": "4", "spark.executor.cores": "2"}) == 2
+    assert expected_executors({"spark.cores.max": "4"}) is None
+    assert expected_executors({}) is None
+
+
 def test_remote_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SPARK_REMOTE", raising=False)
     assert resolve_remote(None) is None
@@ -215,7 +259,7 @@ def test_spark_submit_gives_the_local_results(
         str(spark_home() / "bin" / "spark-submit"),
         "--master", spark_cluster.master,
         "--driver-memory", "1g",
-        "--conf", "spark.executor.memory=512m",
+        *CLUSTER_CONF,
         "--conf", f"spark.pyspark.python={python}",
         "--conf", f"spark.pyspark.driver.python={sys.executable}",
         ringcast.lab.driver.__file__,

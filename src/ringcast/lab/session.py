@@ -311,24 +311,43 @@ def _executor_count(spark: Any) -> int:
 EXECUTOR_WAIT_S = 60.0
 
 
+def expected_executors(conf: Any) -> int | None:
+    """How many executors the session's settings ask for: ``spark.executor.instances``
+    (YARN, Kubernetes), else ``spark.cores.max`` over ``spark.executor.cores``
+    (standalone); None when they do not say."""
+    instances = conf.get("spark.executor.instances", None)
+    if instances:
+        return int(instances)
+    cores_max = conf.get("spark.cores.max", None)
+    per_executor = conf.get("spark.executor.cores", None)
+    if cores_max and per_executor:
+        return max(1, int(cores_max) // int(per_executor))
+    return None
+
+
 def _await_executors(spark: Any) -> None:
-    """Wait (at most :data:`EXECUTOR_WAIT_S`) until the cluster has given executors and
-    no more have registered for a second, so that the first job is planned for what
-    the cluster offers; ``LabError`` when none came."""
-    deadline = time.monotonic() + float(os.environ.get("RINGCAST_EXECUTOR_WAIT_S", EXECUTOR_WAIT_S))
+    """Wait (at most :data:`EXECUTOR_WAIT_S`) until the cluster has given the executors
+    the settings ask for (:func:`expected_executors`), or, when they do not say, until
+    no more have registered for two seconds, so that the first job is planned for
+    what the cluster offers; ``LabError`` when none came."""
+    limit = float(os.environ.get("RINGCAST_EXECUTOR_WAIT_S", EXECUTOR_WAIT_S))
+    deadline = time.monotonic() + limit
+    want = expected_executors(spark.sparkContext.getConf())
     seen, since = -1, time.monotonic()
     while time.monotonic() < deadline:
         n = _executor_count(spark)
+        if want is not None and n >= want:
+            return
         if n != seen:
             seen, since = n, time.monotonic()
-        elif n > 0 and time.monotonic() - since >= 1.0:
+        elif want is None and n > 0 and time.monotonic() - since >= 2.0:
             return
         time.sleep(0.1)
     if seen <= 0:
         master = spark.sparkContext.master
         spark.stop()
         raise LabError(
-            f"no executor registered with {master} in {EXECUTOR_WAIT_S:.0f} s: are its "
+            f"no executor registered with {master} in {limit:.0f} s: are its "
             "workers up, with the free cores and memory the session asks for "
             "(spark.executor.memory, spark.executor.cores)?"
         )
