@@ -265,9 +265,10 @@ def test_spark_submit_gives_the_local_results(
         ringcast.lab.driver.__file__,
         "lab", "sweep", str(sweep_file), "--out", "out", "--partitions", "6", "-q",
     ]  # fmt: skip
-    _out, err = _finish(_spawn(cwd, cmd, _env()))
-    assert f"ringcast lab: Spark master {spark_cluster.master}: 2 executors, 2 cores" in err
-    assert "ringcast lab: shipped ringcast-" in err
+    out, err = _finish(_spawn(cwd, cmd, _env()))
+    said = out + err  # spark-submit merges the driver program's stderr into its stdout
+    assert f"ringcast lab: Spark master {spark_cluster.master}: 2 executors, 2 cores" in said
+    assert "ringcast lab: shipped ringcast-" in said
     assert_same_results(cwd / "out", local_run[0], checked=False)
 
 
