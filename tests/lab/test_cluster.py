@@ -95,14 +95,34 @@ def trace_rows(out: Path) -> list[tuple[Any, ...]]:
     return sorted(rows)
 
 
-def assert_same_results(got: Path, want: Path, *, checked: bool = True) -> None:
+def _approximate(doc: Any, path: str = "") -> Any:
+    """``metrics.json`` with its percentiles (Spark's ``percentile_approx``, whose
+    answer within its rank error can depend on the order partial aggregates merge
+    in) rounded to 0.1 ms; everything else as it is."""
+    if isinstance(doc, dict):
+        return {k: _approximate(v, k) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [_approximate(v, path) for v in doc]
+    if isinstance(doc, float) and path.startswith(("p50", "p95", "p99", "token_rotation")):
+        return round(doc, 1)
+    return doc
+
+
+def assert_same_results(
+    got: Path, want: Path, *, checked: bool = True, exact_percentiles: bool = True
+) -> None:
     """Same traces (sorted rows) and run table; with ``checked``, the same
-    ``check.json`` and ``metrics.json`` byte for byte."""
+    ``check.json`` byte for byte and the same ``metrics.json`` (byte for byte, or
+    with its approximate percentiles to 0.1 ms)."""
     assert trace_rows(got) == trace_rows(want)
     assert pq.read_table(got / "runs.parquet").equals(pq.read_table(want / "runs.parquet"))
     if checked:
-        for name in ("check.json", "metrics.json"):
-            assert (got / name).read_text() == (want / name).read_text(), name
+        assert (got / "check.json").read_text() == (want / "check.json").read_text()
+        metrics = [(d / "metrics.json").read_text() for d in (got, want)]
+        if exact_percentiles:
+            assert metrics[0] == metrics[1]
+        else:
+            assert _approximate(json.loads(metrics[0])) == _approximate(json.loads(metrics[1]))
 
 
 @pytest.fixture(scope="module")
@@ -299,7 +319,9 @@ def test_spark_connect_gives_the_local_results(
     assert "ringcast lab: shipped ringcast-" in err and "by artifact" in err
     assert "without a scheduler pool of their own" in err
     out = cwd / "out"
-    assert_same_results(out, local_run[0])
+    # the server plans the metrics' aggregations its own way: percentile_approx may
+    # answer another sample within its error (docs/lab.md, Running on a cluster)
+    assert_same_results(out, local_run[0], exact_percentiles=False)
     assert f"Ran: sweep on Spark Connect {connect_server.url}" in (out / "report.html").read_text()
 
 
