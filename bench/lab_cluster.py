@@ -99,7 +99,7 @@ def main() -> None:
                     ("local[2]", "local[2]", "-"),
                     ("cluster", cluster.master, str(python)),
                 ):
-                    out = str(Path(tmp) / f"out-{name}-{k}")
+                    out = str(Path(tmp) / f"out-{name.split('[')[0]}-{k}")  # no glob characters
                     cmd = [sys.executable, __file__, "--child", master, args.sweep]
                     proc = subprocess.run(
                         [*cmd, str(args.seeds), out, py],
