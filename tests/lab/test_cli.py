@@ -27,6 +27,14 @@ ROOT = Path(__file__).resolve().parents[2]
 CLAIMS = ["--protocol", "totem", "--claims", "totem=total_order+integrity"]
 
 
+def _errors(stderr: str) -> list[str]:
+    """stderr without the line that says where the session runs (every lab command
+    prints it once its session is up)."""
+    lines = stderr.strip().splitlines()
+    assert any(line.startswith("ringcast lab: Spark master local[2]") for line in lines)
+    return [line for line in lines if not line.startswith("ringcast lab: Spark master")]
+
+
 @pytest.fixture(autouse=True)
 def _keep_session_settings(spark: Any) -> Any:
     """``main`` reuses the fixture's session but sizes its shuffle to the machine: undo."""
@@ -59,10 +67,10 @@ def test_check_exit_codes(
     printed = capsys.readouterr().out
     assert "total_order        violated" in printed
     assert main(["lab", "check", str(traces["short"]), *CLAIMS]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = _errors(capsys.readouterr().err)
     assert len(err) == 1 and "short.parquet" in err[0] and "missing columns" in err[0]
     assert main(["lab", "check", str(tmp_path / "nowhere"), *CLAIMS]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = _errors(capsys.readouterr().err)
     assert len(err) == 1 and "no such file" in err[0]
 
 

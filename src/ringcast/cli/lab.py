@@ -11,10 +11,32 @@ from typing import Any
 DEFAULT_SWEEP = Path("sweeps") / "default.toml"
 
 
-def _spark(args: argparse.Namespace) -> Any:
-    from ringcast.lab.session import spark_session
+def _say(line: str) -> None:
+    print(f"ringcast lab: {line}", file=sys.stderr, flush=True)
 
-    return spark_session(args.master, ui=args.ui)
+
+def _spark(args: argparse.Namespace) -> Any:
+    """The session, after saying where it runs (master, executors, cores) and what it
+    shipped to the executors, one line each."""
+    from ringcast.lab.errors import LabError
+    from ringcast.lab.session import spark_session, where
+
+    conf: dict[str, str] = {}
+    for item in args.conf or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise LabError(f"--conf {item!r}: expected KEY=VALUE")
+        conf[key.strip()] = value
+    spark = spark_session(
+        args.master,
+        remote=args.remote,
+        ui=args.ui,
+        conf=conf,
+        ship_package=False if args.no_ship else None,
+        say=_say,
+    )
+    _say(where(spark).line())
+    return spark
 
 
 def _guard(fn: Any) -> Any:
@@ -51,6 +73,8 @@ def _sweep(
 ) -> dict[str, Any]:
     from ringcast.cli.progress import ProgressBar
     from ringcast.lab.grid import load_sweep
+    from ringcast.lab.pipeline import record_where
+    from ringcast.lab.session import where
     from ringcast.lab.sweep import run_sweep
 
     sweep = load_sweep(sweep_file, seeds=args.seeds)
@@ -59,6 +83,7 @@ def _sweep(
     spark = spark if spark is not None else _spark(args)
     bar = None if args.quiet else ProgressBar(f"sweep {sweep.name} ({len(sweep.runs)} runs)")
     summary = run_sweep(spark, sweep, out, partitions=args.partitions, progress=bar)
+    record_where(out, "sweep", where(spark))
     if not args.quiet:
         print(
             f"sweep {sweep.name}: {summary['runs']} runs in {summary['wall_s']} s "
@@ -245,6 +270,23 @@ def _phases_bar() -> Any:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--master", default=None, help="Spark master (default: SPARK_MASTER or local[*])"
+    )
+    p.add_argument(
+        "--remote",
+        default=None,
+        help="Spark Connect server sc://HOST:PORT instead of a master (default: SPARK_REMOTE)",
+    )
+    p.add_argument(
+        "--conf",
+        action="append",
+        default=None,
+        metavar="KEY=VALUE",
+        help="any Spark setting, as spark-submit's --conf (repeatable)",
+    )
+    p.add_argument(
+        "--no-ship",
+        action="store_true",
+        help="do not ship ringcast to the executors (they have it installed)",
     )
     p.add_argument("--ui", action="store_true", help="enable the Spark web UI")
 

@@ -120,4 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # through the package's module, not this __main__ copy of it: the subcommands raise
+    # ringcast.cli.main.CliError, which a second copy of the class would not catch
+    from ringcast.cli.main import main as _main
+
+    sys.exit(_main())

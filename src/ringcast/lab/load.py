@@ -102,9 +102,13 @@ def load_traces(
         groups: dict[str | None, list[Path]] = {}
         for f in parquet:
             groups.setdefault(named[f] or _summary_protocol(f) or protocol, []).append(f)
-        base = root if root.is_dir() else root.parent
+        # absolute paths: a Spark Connect server (or a driver under spark-submit)
+        # resolves a relative one against its own working directory
+        base = (root if root.is_dir() else root.parent).resolve()
         for proto, group in groups.items():
-            df = spark.read.option("basePath", str(base)).parquet(*map(str, group))
+            df = spark.read.option("basePath", str(base)).parquet(
+                *(str(f.resolve()) for f in group)
+            )
             frames.append(_with_extras(df, proto, F))
         for f in jsonl:
             try:
@@ -135,7 +139,7 @@ def _with_extras(df: DataFrame, protocol: str | None, F: object) -> DataFrame:
 def load_runs(spark: SparkSession, paths: Sequence[str | Path]) -> DataFrame | None:
     """The sweep's run table(s) (run, protocol, scenario, point, params, seed, nodes),
     or None when no path is a sweep output."""
-    found = [str(Path(p) / RUNS_FILE) for p in paths if (Path(p) / RUNS_FILE).exists()]
+    found = [str((Path(p) / RUNS_FILE).resolve()) for p in paths if (Path(p) / RUNS_FILE).exists()]
     if not found:
         return None
     return spark.read.parquet(*found)

@@ -12,16 +12,28 @@ from ringcast.lab.checks.runner import run_checks, summary_json
 from ringcast.lab.load import load_runs, load_traces
 from ringcast.lab.metrics import compute_metrics
 from ringcast.lab.report import render_report
+from ringcast.lab.session import Where, where
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-CHECK_FILE, METRICS_FILE, SWEEP_FILE, REPORT_FILE = (
+CHECK_FILE, METRICS_FILE, SWEEP_FILE, REPORT_FILE, WHERE_FILE = (
     "check.json",
     "metrics.json",
     "sweep.json",
     "report.html",
+    "where.json",
 )
+
+
+def record_where(out: Path, phase: str, where: Where) -> None:
+    """Say in ``out/where.json`` where ``phase`` (``sweep`` or ``checks``) ran: kept
+    apart from ``check.json`` and ``metrics.json``, which are the same wherever they
+    were computed."""
+    path = Path(out) / WHERE_FILE
+    doc = json.loads(path.read_text()) if path.exists() else {}
+    doc[phase] = where.as_dict()
+    write_json(path, doc)
 
 
 def check_paths(
@@ -78,15 +90,18 @@ def report_dir(
         spark = spark_factory()
         if not check_file.exists():
             write_json(check_file, check_paths(spark, [directory], **kw))
+            record_where(directory, "checks", where(spark))
         if not metrics_file.exists():
             write_json(metrics_file, metrics_paths(spark, [directory]))
     sweep_file = directory / SWEEP_FILE
     sweep = json.loads(sweep_file.read_text()) if sweep_file.exists() else None
     check = json.loads(check_file.read_text())
     metrics = json.loads(metrics_file.read_text())
+    where_file = directory / WHERE_FILE
+    ran = json.loads(where_file.read_text()) if where_file.exists() else None
     out.parent.mkdir(parents=True, exist_ok=True)
     timelines = diagrams.draw(directory, out.parent, check, metrics)
-    html = render_report(check, metrics, sweep, timelines=timelines, out_dir=str(directory))
+    html = render_report(check, metrics, sweep, ran, timelines=timelines, out_dir=str(directory))
     out.write_text(html)
     return out
 
@@ -149,6 +164,7 @@ def _pipeline(
         convergence_bound=convergence_bound,
     )
     write_json(out / CHECK_FILE, doc)
+    record_where(out, "checks", where(spark))
     times["check"] = time.perf_counter() - t0
     step(0.5, "measuring")
     t0 = time.perf_counter()

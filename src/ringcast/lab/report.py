@@ -185,6 +185,16 @@ def _sweep(sweep: dict[str, Any]) -> str:
     )
 
 
+def _where(where: dict[str, Any]) -> str:
+    """One line saying where the sweep and the checks ran (``where.json``)."""
+    ran = [
+        f"{phase} on {escape(str(where[phase].get('line')))}"
+        for phase in ("sweep", "checks")
+        if isinstance(where.get(phase), dict)
+    ]
+    return f"<p class='where'>Ran: {'; '.join(ran)}.</p>" if ran else ""
+
+
 def _runs(
     metrics: dict[str, Any], check: dict[str, Any], timelines: Mapping[str, str], out_dir: str
 ) -> str:
@@ -226,14 +236,16 @@ def render_report(
     check: dict[str, Any],
     metrics: dict[str, Any],
     sweep: dict[str, Any] | None = None,
+    where: dict[str, Any] | None = None,
     *,
     timelines: Mapping[str, str] | None = None,
     out_dir: str = "OUT",
 ) -> str:
     """The HTML text of the report for ``check.json``, ``metrics.json`` (and
-    ``sweep.json``). ``timelines`` maps a run to the address of its space-time diagram
-    (relative to the report); ``out_dir`` is the directory named in the command that
-    draws the diagram of another run."""
+    ``sweep.json``, and ``where.json``: where the sweep and the checks ran).
+    ``timelines`` maps a run to the address of its space-time diagram (relative to the
+    report); ``out_dir`` is the directory named in the command that draws the diagram
+    of another run."""
     from plotly.offline import get_plotlyjs
 
     timelines = timelines or {}
@@ -249,6 +261,8 @@ def render_report(
     ]
     if sweep:
         parts.append(_sweep(sweep))
+    if where:
+        parts.append(_where(where))
     parts.append("<h2 id='properties'>Safety properties</h2>")
     parts.append(_properties(check, timelines, out_dir))
 

@@ -2,8 +2,12 @@
 
 Local Spark (``local[*]``) is the embedded default; ``master`` (the ``--master``
 option) or the ``SPARK_MASTER`` environment variable point the same code at a
-cluster, and under ``spark-submit`` the submitted master is kept. Shuffle partitions
-are sized to the cores, the web UI is off unless asked for, and Arrow is on.
+cluster, and under ``spark-submit`` the submitted master is kept; ``remote`` (the
+``--remote`` option) or ``SPARK_REMOTE`` make it a Spark Connect session instead.
+Shuffle partitions are sized to the cores, the web UI is off unless asked for, and
+Arrow is on. On anything but a local master the installed ringcast is shipped to
+the executors (:mod:`ringcast.lab.ship`) before the first task, and :func:`where`
+says where the session runs.
 """
 
 from __future__ import annotations
@@ -13,10 +17,14 @@ import re
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ringcast.lab.errors import LabError
+from ringcast.lab.ship import Shipped, ship
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -99,13 +107,46 @@ marking and write barriers cost the tasks about a fifth of their CPU time
 (``docs/benchmarks.md``)."""
 
 
+def resolve_remote(remote: str | None) -> str | None:
+    """The Spark Connect URL: the argument, else ``SPARK_REMOTE``, else None."""
+    return remote or os.environ.get("SPARK_REMOTE") or None
+
+
+RUNTIME_SETTINGS = {
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    # PySpark records the Python call site of every DataFrame and column function
+    # in the JVM (four more Py4J calls each, and a walk of the Python stack) for
+    # error messages; a check plans a few hundred frames and thousands of columns
+    # on the driver, so without it planning takes about a quarter less time
+    # (docs/benchmarks.md). Errors still name the failing expression.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
+    # Spark 4.3 hashes every shuffled row into a checksum, to find map tasks whose
+    # retry wrote other rows (nondeterministic stages) and then retry the stages
+    # that read them; it does so while either setting is on. The checks' stages
+    # are deterministic, and on the certificate's ten million rows the hashing is
+    # a few percent of a check (docs/benchmarks.md)
+    "spark.sql.shuffle.orderIndependentChecksum.enabled": "false",
+    "spark.sql.shuffle.orderIndependentChecksum.enableFullRetryOnMismatch": "false",
+    # trace files hold much work in few bytes (zstd, dictionaries, delta-coded
+    # times): with Spark's default cost of 4 MB for opening a file, a 3 MB trace of
+    # ten million events was read by one task on one core. Without it, the input
+    # splits are sized by their bytes alone, about one a core (docs/benchmarks.md)
+    "spark.sql.files.openCostInBytes": "0",
+}
+"""The lab's settings that a running session (and so a Spark Connect client) may set."""
+
+
 def spark_session(
     master: str | None = None,
     *,
+    remote: str | None = None,
     app_name: str = "ringcast-lab",
     shuffle_partitions: int | None = None,
     ui: bool = False,
     conf: dict[str, str] | None = None,
+    ship_package: bool | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> SparkSession:
     """Build (or return the running) SparkSession for the lab.
 
@@ -116,15 +157,34 @@ def spark_session(
     schedules jobs fairly between pools (the checks run some beside the certificate's;
     all three measured in ``docs/benchmarks.md``). Raises ``LabError`` when Java is missing or
     too old.
+
+    ``remote`` (else ``SPARK_REMOTE``) connects to a Spark Connect server instead
+    (:func:`connect_session`). ``ship_package`` (default: on any master that is not
+    local) ships the installed ringcast to the executors before the first task;
+    ``say`` receives the one line that says so.
     """
+    url = resolve_remote(remote)
+    if url:
+        if master:
+            raise LabError(f"--master {master} and --remote {url}: give one of them")
+        return connect_session(
+            url, app_name=app_name, conf=conf, ship_package=ship_package, say=say
+        )
     check_java()
     try:
         from pyspark.sql import SparkSession
     except ImportError:
         raise LabError("the lab needs PySpark: pip install 'ringcast[lab]'") from None
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     chosen = resolve_master(master)
+    # The executors' Python is the one PySpark reads from PYSPARK_PYTHON when the
+    # session starts: spark.pyspark.python (as spark-submit takes it) sets it; a local
+    # master runs this interpreter, a cluster Spark's default (python3 on the workers)
+    python = (conf or {}).get("spark.pyspark.python")
+    if python:
+        os.environ["PYSPARK_PYTHON"] = python
+    elif chosen and local_cores(chosen) is not None:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
     if chosen:
         builder = builder.master(chosen)
@@ -134,8 +194,6 @@ def spark_session(
     settings = {
         "spark.ui.enabled": "true" if ui else "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.sql.execution.arrow.pyspark.enabled": "true",
-        "spark.sql.session.timeZone": "UTC",
         "spark.driver.extraJavaOptions": f"-Dlog4j2.level=ERROR {JVM_OPTIONS}",
         "spark.executor.extraJavaOptions": JVM_OPTIONS,
         "spark.driver.memory": os.environ.get("RINGCAST_DRIVER_MEMORY", "4g"),
@@ -146,24 +204,7 @@ def spark_session(
         # the checks run some jobs beside the certificate's, in a pool of their own:
         # fair scheduling shares the task slots between the pools
         "spark.scheduler.mode": "FAIR",
-        # PySpark records the Python call site of every DataFrame and column function
-        # in the JVM (four more Py4J calls each, and a walk of the Python stack) for
-        # error messages; a check plans a few hundred frames and thousands of columns
-        # on the driver, so without it planning takes about a quarter less time
-        # (docs/benchmarks.md). Errors still name the failing expression.
-        "spark.python.sql.dataFrameDebugging.enabled": "false",
-        # Spark 4.3 hashes every shuffled row into a checksum, to find map tasks whose
-        # retry wrote other rows (nondeterministic stages) and then retry the stages
-        # that read them; it does so while either setting is on. The checks' stages
-        # are deterministic, and on the certificate's ten million rows the hashing is
-        # a few percent of a check (docs/benchmarks.md)
-        "spark.sql.shuffle.orderIndependentChecksum.enabled": "false",
-        "spark.sql.shuffle.orderIndependentChecksum.enableFullRetryOnMismatch": "false",
-        # trace files hold much work in few bytes (zstd, dictionaries, delta-coded
-        # times): with Spark's default cost of 4 MB for opening a file, a 3 MB trace of
-        # ten million events was read by one task on one core. Without it, the input
-        # splits are sized by their bytes alone, about one a core (docs/benchmarks.md)
-        "spark.sql.files.openCostInBytes": "0",
+        **RUNTIME_SETTINGS,
     }
     if shuffle_partitions is not None:
         settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
@@ -175,12 +216,217 @@ def spark_session(
     except Exception as e:  # the JVM failed to start: report it on one line
         raise LabError(f"cannot start Spark ({chosen or 'spark-submit'}): {e}") from None
     spark.sparkContext.setLogLevel("ERROR")
+    running = spark.sparkContext.master
+    on_cluster = local_cores(running) is None
+    if on_cluster:
+        _await_executors(spark)
     if shuffle_partitions is None:  # a cluster: size to what it offers
         parallelism = spark.sparkContext.defaultParallelism
         spark.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * parallelism)))
+    if ship_package if ship_package is not None else on_cluster:
+        _ship(spark, connect=False, say=say)
     return spark
+
+
+def connect_session(
+    url: str,
+    *,
+    app_name: str = "ringcast-lab",
+    conf: dict[str, str] | None = None,
+    ship_package: bool | None = None,
+    say: Callable[[str], None] | None = None,
+) -> SparkSession:
+    """A Spark Connect session at ``url`` (``sc://HOST:PORT``) with the lab's runtime
+    settings (:data:`RUNTIME_SETTINGS`; the server's own JVM settings are the
+    server's business) and the installed ringcast uploaded as an artifact (unless
+    ``ship_package`` is False)."""
+    try:
+        from pyspark.sql import SparkSession
+        from pyspark.sql.connect.utils import check_dependencies
+    except ImportError:
+        raise LabError("the lab needs PySpark: pip install 'ringcast[lab]'") from None
+    try:
+        check_dependencies()
+    except ImportError as e:
+        raise LabError(
+            f"Spark Connect needs its Python client: pip install 'ringcast[lab]' ({e})"
+        ) from None
+    try:
+        spark = SparkSession.builder.remote(url).appName(app_name).getOrCreate()
+        refused = []
+        for key, value in {**RUNTIME_SETTINGS, **(conf or {})}.items():
+            try:
+                spark.conf.set(key, value)
+            except Exception:  # a setting the server keeps to itself
+                refused.append(key)
+        cores = _connect_cores(spark)
+        spark.conf.set("spark.sql.shuffle.partitions", str(max(2, 2 * cores)))
+    except LabError:
+        raise
+    except Exception as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise LabError(f"cannot reach Spark Connect at {url}: {first}") from None
+    _REMOTES[id(spark)] = url.split("/;")[0]  # no token or other parameters
+    if say is not None:
+        if refused:
+            say(f"Spark Connect: the server keeps its own {', '.join(refused)}")
+        say(
+            "Spark Connect: no SparkContext on this side, so the checks run without a "
+            "scheduler pool of their own for the certificate and without job "
+            "descriptions, and the sweep's progress comes from the server's reports"
+        )
+    if ship_package is not False:
+        _ship(spark, connect=True, say=say)
+    return spark
+
+
+_SHIPPED: dict[int, Shipped] = {}
+
+
+def _ship(spark: Any, connect: bool, say: Callable[[str], None] | None) -> None:
+    if id(spark) in _SHIPPED:  # getOrCreate handed back a session already given it
+        return
+    shipped = ship(spark, connect)
+    _SHIPPED[id(spark)] = shipped
+    if say is not None:
+        say(shipped.line())
+
+
+def shipped(spark: Any) -> Shipped | None:
+    """What was shipped to ``spark``'s executors (None: nothing, they run the driver's
+    Python or have ringcast installed)."""
+    return _SHIPPED.get(id(spark))
+
+
+def is_connect(spark: Any) -> bool:
+    """True for a Spark Connect session (no SparkContext on this side)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def _executor_count(spark: Any) -> int:
+    """Executors registered with the driver (the driver itself not counted)."""
+    return int(spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()) - 1
+
+
+EXECUTOR_WAIT_S = 60.0
+
+
+def expected_executors(conf: Any) -> int | None:
+    """How many executors the session's settings ask for: ``spark.executor.instances``
+    (YARN, Kubernetes), else ``spark.cores.max`` over ``spark.executor.cores``
+    (standalone); None when they do not say."""
+    instances = conf.get("spark.executor.instances", None)
+    if instances:
+        return int(instances)
+    cores_max = conf.get("spark.cores.max", None)
+    per_executor = conf.get("spark.executor.cores", None)
+    if cores_max and per_executor:
+        return max(1, int(cores_max) // int(per_executor))
+    return None
+
+
+def _await_executors(spark: Any) -> None:
+    """Wait (at most :data:`EXECUTOR_WAIT_S`) until the cluster has given the executors
+    the settings ask for (:func:`expected_executors`), or, when they do not say, until
+    no more have registered for two seconds, so that the first job is planned for
+    what the cluster offers; ``LabError`` when none came."""
+    limit = float(os.environ.get("RINGCAST_EXECUTOR_WAIT_S", EXECUTOR_WAIT_S))
+    deadline = time.monotonic() + limit
+    want = expected_executors(spark.sparkContext.getConf())
+    seen, since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        n = _executor_count(spark)
+        if want is not None and n >= want:
+            return
+        if n != seen:
+            seen, since = n, time.monotonic()
+        elif want is None and n > 0 and time.monotonic() - since >= 2.0:
+            return
+        time.sleep(0.1)
+    if seen <= 0:
+        master = spark.sparkContext.master
+        spark.stop()
+        raise LabError(
+            f"no executor registered with {master} in {limit:.0f} s: are its "
+            "workers up, with the free cores and memory the session asks for "
+            "(spark.executor.memory, spark.executor.cores)?"
+        )
+
+
+def _connect_cores(spark: Any) -> int:
+    """Task slots behind a Spark Connect server: ``spark.default.parallelism`` when
+    the server sets it, else the cores of its local master, else 2."""
+    try:
+        value = spark.conf.get("spark.default.parallelism", None)
+        if value:
+            return max(1, int(value))
+        return local_cores(spark.conf.get("spark.master", "") or "") or 2
+    except Exception:
+        return 2
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a session runs its tasks."""
+
+    master: str
+    executors: int | None  # None: not visible from here (Spark Connect)
+    cores: int
+    remote: str | None = None
+
+    def line(self) -> str:
+        if self.remote:
+            return f"Spark Connect {self.remote} (server master {self.master}, {self.cores} cores)"
+        if local_cores(self.master) is not None:
+            return f"Spark master {self.master}: the driver's own executor, {self.cores} cores"
+        n = self.executors
+        plural = "s" if n != 1 else ""
+        return f"Spark master {self.master}: {n} executor{plural}, {self.cores} cores"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "line": self.line()}
+
+
+def where(spark: Any) -> Where:
+    """The master, executors and cores of ``spark``."""
+    if is_connect(spark):
+        try:
+            master = spark.conf.get("spark.master", "?") or "?"
+        except Exception:
+            master = "?"
+        return Where(master, None, _connect_cores(spark), _REMOTES.get(id(spark), "sc://?"))
+    sc = spark.sparkContext
+    master = sc.master
+    cores = local_cores(master)
+    if cores is not None:
+        return Where(master, 1, cores)
+    return Where(master, _executor_count(spark), default_parallelism(spark))
+
+
+_REMOTES: dict[int, str] = {}
+
+
+class _NoContext:
+    """What the checks get for a SparkContext under Spark Connect, which has none:
+    scheduler pools and job descriptions are the server's, so setting them does
+    nothing."""
+
+    def setLocalProperty(self, key: str, value: str | None) -> None:
+        pass
+
+    def setJobDescription(self, value: str | None) -> None:
+        pass
+
+
+def job_context(spark: Any) -> Any:
+    """``spark``'s SparkContext, or under Spark Connect a stand-in whose pool and job
+    description settings do nothing (the checks then run without a pool of their
+    own for the certificate)."""
+    return _NoContext() if is_connect(spark) else spark.sparkContext
 
 
 def default_parallelism(spark: SparkSession) -> int:
     """How many tasks the session runs at once."""
+    if is_connect(spark):
+        return _connect_cores(spark)
     return max(1, spark.sparkContext.defaultParallelism)

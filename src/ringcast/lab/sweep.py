@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ringcast.lab.grid import RunSpec, Sweep
 from ringcast.lab.load import RUNS_FILE, TRACES_DIR
-from ringcast.lab.session import default_parallelism
+from ringcast.lab.session import default_parallelism, is_connect
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -117,6 +117,25 @@ def _watch(
         progress(done / total if total else 1.0, f"{done}/{total} partitions")
 
 
+def _connect_progress(
+    spark: SparkSession, progress: Callable[[float, str], None], total: int
+) -> Callable[[], None]:
+    """Under Spark Connect there is no status tracker on this side: the server reports
+    the stages of each operation to a progress handler instead."""
+    register = getattr(spark, "registerProgressHandler", None)
+    if register is None:  # an older client: the bar only ends
+        return lambda: None
+
+    def handler(stages: Any, inflight_tasks: int, operation_id: str, done: bool) -> None:
+        for stage in stages or ():
+            if getattr(stage, "num_tasks", None) == total:
+                finished = stage.num_completed_tasks
+                progress(finished / total if total else 1.0, f"{finished}/{total} partitions")
+
+    register(handler)
+    return lambda: spark.removeProgressHandler(handler)  # type: ignore[attr-defined]
+
+
 def run_sweep(
     spark: SparkSession,
     sweep: Sweep,
@@ -145,16 +164,22 @@ def run_sweep(
     traces = ids.mapInArrow(_task(sweep.runs, sweep.documents, setup), output_schema())
     stop = threading.Event()
     watcher = None
-    if progress is not None:
+    unregister: Callable[[], None] = lambda: None  # noqa: E731
+    if progress is not None and is_connect(spark):
+        unregister = _connect_progress(spark, progress, parts)
+    elif progress is not None:
         watcher = threading.Thread(target=_watch, args=(spark, progress, stop, parts), daemon=True)
         watcher.start()
     t0 = time.perf_counter()
     try:
+        # an absolute path: a Spark Connect server resolves a relative one against
+        # its own working directory
         traces.write.mode("overwrite").partitionBy("protocol", "scenario").parquet(
-            str(out / TRACES_DIR)
+            str((out / TRACES_DIR).resolve())
         )
     finally:
         stop.set()
+        unregister()
         if watcher is not None:
             watcher.join()
     wall = time.perf_counter() - t0

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ringcast.lab.checks.certify import CERTIFIED, Certificate, certificate, plan_layout
 from ringcast.lab.checks.context import TOKEN, VIOLATION_COLUMNS, CheckContext, small_frame
 from ringcast.lab.properties import PROPERTIES, claims, declares_kind
+from ringcast.lab.session import job_context
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -106,7 +107,7 @@ def run_checks(
         safe_grace=safe_grace,
         delivery_runs=frozenset(),
     )
-    sc = trace.sparkSession.sparkContext
+    sc = job_context(trace.sparkSession)
     with _adaptive_off(trace.sparkSession.conf), closing(ctx):
         with _phase(sc, "ringcast check: runs and their inputs"):
             info = ctx.run_info
@@ -184,7 +185,7 @@ def _exact(
     frames, annotate the trace (:meth:`CheckContext.materialize`) and count."""
     from ringcast.lab.checks import CHECKS
 
-    sc = ctx.trace.sparkSession.sparkContext
+    sc = job_context(ctx.trace.sparkSession)
     results: list[PropertyResult] = []
     frames: list[DataFrame] = []
     scopes: list[tuple[str, str]] = []
@@ -268,7 +269,7 @@ def _start_certificate(
     if not nodes:
         return pool.submit(set)
     spark = ctx.trace.sparkSession
-    sc = spark.sparkContext
+    sc = job_context(spark)
     partitions = ctx.partitions or int(spark.conf.get("spark.sql.shuffle.partitions") or 2)
     with _phase(sc, "ringcast check: plan the certificate"):
         planned = certificate(ctx.trace, plan_layout(nodes, partitions))
