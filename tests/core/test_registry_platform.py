@@ -46,3 +46,24 @@ def test_kinds_are_the_hosts_and_the_protocols_own() -> None:
     raincore = registry.get("raincore")
     assert set(registry.HOST_KINDS) <= set(raincore.kinds)
     assert "911" in raincore.kinds and "911" not in registry.HOST_KINDS
+
+
+def test_every_builtin_family_names_its_failure_detection_timeout() -> None:
+    """The hostile generator scales its faults by it, so every family can be soaked."""
+    assert (
+        registry.get("raincore").timeout_ns()
+        == registry.get("raincore").settings["hungry_timeout"].default
+    )
+    assert registry.get("tribes").timeout_ns({"member_drop_time": "300ms"}) == 300_000_000
+    # GMS has no single setting: heartbeat period x missed heartbeats
+    gms = registry.get("gms")
+    assert gms.timeout_ns() == 50_000_000 * 4
+    assert gms.timeout_ns({"heartbeat_interval": "10ms", "heartbeat_misses": 3}) == 30_000_000
+    for name in registry.builtin_names():
+        if name != "basic":
+            assert registry.get(name).timeout_ns() is not None, name
+
+
+def test_a_timeout_naming_no_setting_is_refused() -> None:
+    with pytest.raises(ValueError, match="timeout names no setting 'nap'"):
+        ProtocolSpec("x", _factory, timeout="nap")

@@ -29,7 +29,7 @@ def test_the_hostile_sweep_draws_one_scenario_per_protocol_and_seed(
 ) -> None:
     sweep, _ = hostile
     protocols = {r.protocol for r in sweep.runs}
-    assert {"raincore", "totem"} <= protocols
+    assert {"raincore", "totem", "tribes", "gms"} <= protocols
     assert len(sweep.runs) == SAMPLE * len(protocols)
     assert all(r.point == "generated" for r in sweep.runs)
 

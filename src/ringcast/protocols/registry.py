@@ -82,8 +82,10 @@ class ProtocolSpec:
     * ``trace_kinds``: the protocol's own trace kinds beyond :data:`HOST_KINDS`;
     * ``wire_ids``: the inclusive range of wire type ids its messages use;
     * ``offers_lock``: whether it implements ``LockRequest`` / ``LockGranted``;
-    * ``timeout``: the name of the setting that holds its failure-detection timeout
-      (Raincore's ``hungry_timeout``, Totem's ``token_timeout``): the hostile
+    * ``timeout``: its failure-detection timeout, as the name of the setting that holds
+      it (Raincore's ``hungry_timeout``, Totem's ``token_timeout``, Tribes'
+      ``member_drop_time``) or, where no one setting holds it, a function of the
+      resolved settings (GMS: heartbeat period x missed heartbeats): the hostile
       generator scales its faults by it, and convergence bounds are stated in it;
     * ``networks``: how many networks it uses at once (``None``: any number, a
       redundant ring); in a cluster with more, a single-network protocol's packets go
@@ -102,7 +104,7 @@ class ProtocolSpec:
     trace_kinds: tuple[str, ...] = ()
     wire_ids: tuple[int, int] | None = None
     networks: int | None = 1
-    timeout: str | None = None
+    timeout: str | Callable[[Mapping[str, Any]], int] | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.claims) - set(PROPERTIES))
@@ -115,7 +117,7 @@ class ProtocolSpec:
             raise ValueError(f"protocol {self.name!r}: order_scope must be 'run' or 'view'")
         if self.converge_on not in ("view", "members"):
             raise ValueError(f"protocol {self.name!r}: converge_on must be 'view' or 'members'")
-        if self.timeout is not None and self.timeout not in self.settings:
+        if isinstance(self.timeout, str) and self.timeout not in self.settings:
             raise ValueError(f"protocol {self.name!r}: timeout names no setting {self.timeout!r}")
         object.__setattr__(self, "claims", frozenset(self.claims))
 
@@ -123,7 +125,10 @@ class ProtocolSpec:
         """The failure-detection timeout in ns with ``settings`` applied (None: none)."""
         if self.timeout is None:
             return None
-        return int(self.resolve_settings(settings or {})[self.timeout])
+        resolved = self.resolve_settings(settings or {})
+        if isinstance(self.timeout, str):
+            return int(resolved[self.timeout])
+        return int(self.timeout(resolved))
 
     @property
     def kinds(self) -> tuple[str, ...]:

@@ -10,6 +10,9 @@ as in JGroups' MERGE3. Application messages are reliable per-sender FIFO multica
 ``docs/protocols/gms.md``.
 """
 
+from collections.abc import Mapping
+from typing import Any
+
 from ringcast.core.machine import Machine, MachineContext
 from ringcast.core.units import MS
 from ringcast.layers import HeartbeatDetector, Stack
@@ -26,6 +29,11 @@ def make_gms(ctx: MachineContext) -> Machine:
             ctx.node_id, ctx.peers, interval=s["heartbeat_interval"], misses=s["heartbeat_misses"]
         ),
     )
+
+
+def _suspicion_time(settings: Mapping[str, Any]) -> int:
+    """The failure-detection timeout: ``heartbeat_misses`` silent heartbeat periods."""
+    return int(settings["heartbeat_interval"]) * int(settings["heartbeat_misses"])
 
 
 SPEC = register(
@@ -102,6 +110,8 @@ SPEC = register(
             "merge_cancelled",
         ),
         wire_ids=(0x0400, 0x04FF),
+        # FD suspects a member after heartbeat_misses silent heartbeat periods
+        timeout=_suspicion_time,
     )
 )
 

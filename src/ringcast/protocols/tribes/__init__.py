@@ -91,6 +91,7 @@ SPEC = register(
         converge_on="view",
         trace_kinds=("coord",),
         wire_ids=(0x0300, 0x03FF),
+        timeout="member_drop_time",
     )
 )
 
