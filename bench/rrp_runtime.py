@@ -18,13 +18,34 @@ timeout. Per style, printed as one JSON line:
 The single ring (``rrp_mode = "none"``, both addresses configured, network 0 only) runs
 the same steps on network 0's spare link: its "after" is the single ring unaffected.
 
+``--lossy``: network 1 loses 30% instead of failing. The kernel here has no ``netem``
+qdisc (``CONFIG_NET_SCH_NETEM`` is not set: ``tc qdisc add dev X root netem loss 30%``
+answers "Specified qdisc kind is unknown"), so the loss is an nftables rule in the
+switch namespace, ``numgen random mod 100 < 30 drop`` on IPv4 frames entering bridge 1
+(the same drop for every datagram on network 1, as the simulator's
+``loss_per_network``). Every node multicasts at ``--rate`` a second (paced, so that
+latency is the ring's, not a full queue's). Per style, one JSON line:
+
+- ``healthy_msgs_s`` / ``lossy_msgs_s``: deliveries a second at node 1, both networks
+  clean, then network 1 lossy (from 3 s after the loss began);
+- ``healthy_p50_ms`` / ``healthy_p99_ms``, ``lossy_p50_ms`` / ``lossy_p99_ms``: latency of
+  the messages each node submitted in the window, submit to its own delivery (traces);
+- ``lost``: messages submitted before the loss was lifted that some node never
+  delivered (traces of all nodes, read after the nodes stopped);
+- ``faulty_marks``: ``network_faulty`` rows of network 1 at all nodes (and ``net0_blamed``
+  of network 0, which must stay 0); ``views`` as above.
+
     sudo python bench/rrp_runtime.py [--seconds 5] [--mode active --mode passive ...]
+    sudo python bench/rrp_runtime.py --lossy [--rate 300] [--seconds 5]
+
+Needs root, iproute2, and for ``--lossy`` nftables (``apt-get install nftables``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -39,6 +60,8 @@ from ringcast.runtime.cluster import write_cluster
 from ringcast.runtime.config import load_config, render_config
 
 IP = shutil.which("ip") or "ip"
+NFT = shutil.which("nft") or "nft"
+LOSS_PERCENT = 30
 HOSTS = ["n1", "n2", "n3"]
 SUBNETS = ["10.213.91", "10.213.92"]
 PORT = 5405
@@ -98,7 +121,7 @@ def status(ns: str, port: int, query: str = "") -> dict[str, Any]:
     return json.loads(out.stdout)
 
 
-def rate(ns: str, port: int, seconds: float) -> float:
+def rate_of(ns: str, port: int, seconds: float) -> float:
     a = status(ns, port)
     t0 = time.monotonic()
     time.sleep(seconds)  # a measurement window, not a wait for a condition
@@ -106,8 +129,9 @@ def rate(ns: str, port: int, seconds: float) -> float:
     return (b["metrics"]["delivered"] - a["metrics"]["delivered"]) / (time.monotonic() - t0)
 
 
-def marks(work: Path, node: str) -> list[tuple[int, str]]:
-    """(t, action) of the node's network-1 fault rows, from its runtime trace."""
+def marks(work: Path, node: str, network: int | None = 1) -> list[tuple[int, str, int]]:
+    """(t, action, network) of the node's fault rows of ``network`` (None: any) from its
+    runtime trace."""
     out = []
     for f in sorted((work / "trace").glob(f"{node}.*.jsonl")):
         for line in f.read_text().splitlines():
@@ -117,80 +141,215 @@ def marks(work: Path, node: str) -> list[tuple[int, str]]:
             d = r.get("detail") or {}
             if isinstance(d, str):
                 d = json.loads(d)
-            if r.get("kind") == "fault" and d.get("network") == 1:
-                out.append((r["t"], d.get("action", "")))
+            net = d.get("network")
+            if r.get("kind") == "fault" and isinstance(net, int) and network in (None, net):
+                out.append((r["t"], d.get("action", ""), net))
     return sorted(out)
 
 
-def first_after(rows: list[tuple[int, str]], t0: int, action: str) -> float | None:
-    ts = [t for t, a in rows if a == action and t >= t0]
+def lossy(sw: str, on: bool) -> None:
+    """Drop LOSS_PERCENT% of the IPv4 frames entering bridge 1 (network 1), or stop."""
+    if not on:
+        subprocess.run(
+            [IP, "netns", "exec", sw, NFT, "delete", "table", "bridge", "rcloss"],
+            check=True,
+            capture_output=True,
+            timeout=10,
+        )
+        return
+    ports = ", ".join(f'"q{k}n1"' for k in range(1, len(HOSTS) + 1))
+    rules = (
+        "table bridge rcloss {\n"
+        "  chain lossy {\n"
+        "    type filter hook forward priority 0; policy accept;\n"
+        f"    iifname {{ {ports} }} ether type ip numgen random mod 100 < {LOSS_PERCENT} drop\n"
+        "  }\n"
+        "}\n"
+    )
+    subprocess.run(
+        [IP, "netns", "exec", sw, NFT, "-f", "-"],
+        input=rules.encode(),
+        check=True,
+        capture_output=True,
+        timeout=10,
+    )
+
+
+_ROW = re.compile(r'"node":"([^"]+)","t":(\d+),.*?"kind":"(submit|deliver)","msg":"([^"]+)"')
+
+
+def load_rows(work: Path) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    """Submit times by message, and delivery times by node and message (traces)."""
+    submits: dict[str, int] = {}
+    delivers: dict[str, dict[str, int]] = {n: {} for n in HOSTS}
+    for f in sorted((work / "trace").glob("*.jsonl")):
+        with f.open() as fh:
+            for line in fh:
+                m = _ROW.search(line)
+                if m is None:
+                    continue
+                node, t, kind, msg = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+                if kind == "submit":
+                    submits[msg] = t
+                else:
+                    delivers[node].setdefault(msg, t)
+    return submits, delivers
+
+
+def latency(
+    submits: dict[str, int], delivers: dict[str, dict[str, int]], t0: int, t1: int
+) -> tuple[float | None, float | None]:
+    """p50 and p99 (ms) of the messages submitted in [t0, t1), to their sender's delivery."""
+    lat = sorted(
+        delivers[msg.split(":")[0]][msg] - t
+        for msg, t in submits.items()
+        if t0 <= t < t1 and msg in delivers.get(msg.split(":")[0], {})
+    )
+    if not lat:
+        return None, None
+    return lat[len(lat) // 2] / 1e6, lat[min(len(lat) - 1, int(len(lat) * 0.99))] / 1e6
+
+
+def start(
+    mode: str, work: Path, spaces: dict[str, str], rate: float
+) -> tuple[Any, list[subprocess.Popen[bytes]], dict[str, int]]:
+    """The cluster file and the three node processes, once they share a full view."""
+    path = write_cluster(work, nodes=3, protocol="totem", trace_format="jsonl")
+    cfg0 = load_config(path)
+    nodes = [
+        (n, [f"{s}.{k}:{PORT}" for s in SUBNETS], f"127.0.0.1:{STATUS + k}")
+        for k, n in enumerate(HOSTS, start=1)
+    ]
+    path.write_text(
+        render_config(
+            name="rrp-bench",
+            protocol="totem",
+            nodes=nodes,
+            settings={"rrp_mode": mode, **TIMEOUTS},
+            trace_format="jsonl",
+            run_id=cfg0.run_id,
+            origin_ns=cfg0.origin_ns,
+            trace_rotate="500ms",
+        )
+    )
+    port = {n: STATUS + k for k, n in enumerate(HOSTS, start=1)}
+    procs = []
+    for n, ns in spaces.items():
+        log = open(work / f"{mode}-{n}.log", "wb")  # noqa: SIM115
+        procs.append(
+            subprocess.Popen(
+                [*ringcast_in(ns), "node", "--config", str(path), "--id", n, "--rate", str(rate)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        )
+        log.close()
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            st = status(spaces["n1"], port["n1"], "members=n1,n2,n3&wait=30")
+            if st.get("condition_met"):
+                break
+        except subprocess.CalledProcessError:
+            pass  # not listening yet
+        if time.monotonic() > deadline:
+            raise RuntimeError("no full view")
+    return cfg0, procs, port
+
+
+def stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def one_lossy(mode: str, seconds: float, work: Path, rate: float) -> dict[str, Any]:
+    sw, spaces = lab()
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        cfg0, procs, port = start(mode, work, spaces, rate)
+        n1 = spaces["n1"]
+
+        def now() -> int:
+            return time.time_ns() - cfg0.origin_ns
+
+        time.sleep(2)  # warm-up
+        w0 = now()
+        healthy = rate_of(n1, port["n1"], seconds)
+        w1 = now()
+        views0 = status(n1, port["n1"])["metrics"]["views"]
+        t_loss = now()
+        lossy(sw, True)
+        time.sleep(3)  # detection, if any; then the window
+        w2 = now()
+        degraded = rate_of(n1, port["n1"], seconds)
+        w3 = now()
+        lossy(sw, False)
+        time.sleep(5)  # re-admission, and every message submitted so far delivered
+        views = status(n1, port["n1"])["metrics"]["views"] - views0
+    finally:
+        stop(procs)
+        for ns in [*spaces.values(), sw]:
+            subprocess.run([IP, "netns", "del", ns], capture_output=True, timeout=10)
+
+    submits, delivers = load_rows(work)
+    before = [m for m, t in submits.items() if t < w3]
+    lost = sum(1 for m in before for n in HOSTS if m not in delivers[n])
+    h50, h99 = latency(submits, delivers, w0, w1)
+    l50, l99 = latency(submits, delivers, w2, w3)
+    marks_all = [(n, mark) for n in HOSTS for mark in marks(work, n, network=None)]
+    faulty = [(n, t, k) for n, (t, a, k) in marks_all if a == "network_faulty"]
+    return {
+        "system": "ringcast",
+        "rrp_mode": mode,
+        "rate_per_node": rate,
+        "healthy_msgs_s": round(healthy),
+        "lossy_msgs_s": round(degraded),
+        "healthy_p50_ms": None if h50 is None else round(h50, 2),
+        "healthy_p99_ms": None if h99 is None else round(h99, 2),
+        "lossy_p50_ms": None if l50 is None else round(l50, 2),
+        "lossy_p99_ms": None if l99 is None else round(l99, 2),
+        "messages": len(before),
+        "lost": lost,
+        "faulty_marks": sum(1 for _, t, k in faulty if k == 1 and t >= t_loss),
+        "first_faulty_ms": min(
+            ((t - t_loss) // 1_000_000 for _, t, k in faulty if k == 1 and t >= t_loss),
+            default=None,
+        ),
+        "net0_blamed": sum(1 for _, _, k in faulty if k == 0),
+        "views": views,
+    }
+
+
+def first_after(rows: list[tuple[int, str, int]], t0: int, action: str) -> float | None:
+    ts = [t for t, a, _ in rows if a == action and t >= t0]
     return (min(ts) - t0) / 1e6 if ts else None
 
 
 def one(mode: str, seconds: float, work: Path) -> dict[str, Any]:
     sw, spaces = lab()
-    procs = []
+    procs: list[subprocess.Popen[bytes]] = []
     try:
-        path = write_cluster(work, nodes=3, protocol="totem", trace_format="jsonl")
-        cfg0 = load_config(path)
-        nodes = [
-            (n, [f"{s}.{k}:{PORT}" for s in SUBNETS], f"127.0.0.1:{STATUS + k}")
-            for k, n in enumerate(HOSTS, start=1)
-        ]
-        path.write_text(
-            render_config(
-                name="rrp-bench",
-                protocol="totem",
-                nodes=nodes,
-                settings={"rrp_mode": mode, **TIMEOUTS},
-                trace_format="jsonl",
-                run_id=cfg0.run_id,
-                origin_ns=cfg0.origin_ns,
-                trace_rotate="500ms",
-            )
-        )
-        port = {n: STATUS + k for k, n in enumerate(HOSTS, start=1)}
-        for n, ns in spaces.items():
-            log = open(work / f"{mode}-{n}.log", "wb")  # noqa: SIM115
-            procs.append(
-                subprocess.Popen(
-                    [*ringcast_in(ns), "node", "--config", str(path), "--id", n, "--rate", "0"],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                )
-            )
-            log.close()
+        cfg0, procs, port = start(mode, work, spaces, 0)
         n1, n3 = spaces["n1"], spaces["n3"]
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                st = status(n1, port["n1"], "members=n1,n2,n3&wait=30")
-                if st.get("condition_met"):
-                    break
-            except subprocess.CalledProcessError:
-                pass  # not listening yet
-            if time.monotonic() > deadline:
-                raise RuntimeError("no full view")
         time.sleep(2)  # warm-up
-        before = rate(n1, port["n1"], seconds)
+        before = rate_of(n1, port["n1"], seconds)
         views0 = status(n1, port["n1"])["metrics"]["views"]
         t_down = time.time_ns() - cfg0.origin_ns
         ip("-n", n3, "link", "set", "eth1", "down")
         time.sleep(3)  # detection (read from the trace afterwards), then the window
-        after = rate(n1, port["n1"], seconds)
+        after = rate_of(n1, port["n1"], seconds)
         t_up = time.time_ns() - cfg0.origin_ns
         ip("-n", n3, "link", "set", "eth1", "up")
         time.sleep(5)  # re-admission: a probe a second
         views = status(n1, port["n1"])["metrics"]["views"] - views0
     finally:
-        for p in procs:
-            p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop(procs)
         for ns in [*spaces.values(), sw]:
             subprocess.run([IP, "netns", "del", ns], capture_output=True, timeout=10)
 
@@ -213,13 +372,20 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--mode", action="append", default=None)
     ap.add_argument("--keep", type=Path, default=None, help="keep the nodes' files here")
+    ap.add_argument("--lossy", action="store_true", help="network 1 loses 30%% (nftables)")
+    ap.add_argument("--rate", type=float, default=300.0, help="--lossy: messages/s a node")
     a = ap.parse_args()
+    if a.lossy and shutil.which("nft") is None:
+        sys.exit("--lossy needs nftables' nft (apt-get install nftables)")
     with tempfile.TemporaryDirectory() as tmp:
         d = a.keep or Path(tmp)
         for mode in a.mode or ["none", "active", "passive"]:
-            work = d / mode
+            work = d / (f"{mode}-lossy" if a.lossy else mode)
             work.mkdir(parents=True)
-            print(json.dumps(one(mode, a.seconds, work)), flush=True)
+            row = (
+                one_lossy(mode, a.seconds, work, a.rate) if a.lossy else one(mode, a.seconds, work)
+            )
+            print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":

@@ -193,3 +193,57 @@ def test_a_silent_network_is_faulty_only_while_the_others_carry_packets() -> Non
     faults = [e for e in down if type(e) is Record and e.kind == "fault"]
     assert lay.faulty == [False, True]
     assert faults[0].fields["reason"] == "silent" and faults[0].fields["network"] == 1
+
+
+def faults(effects: list[Any]) -> list[Record]:
+    return [e for e in effects if type(e) is Record and e.kind == "fault"]
+
+
+def test_passive_network_without_a_token_in_its_turn_is_faulty_after_two_looks() -> None:
+    ms = 1_000_000
+    lay = make("passive")
+    # healthy: the predecessor's tokens alternate, slow or not (an idle ring): nothing
+    for i in range(1, 9):
+        down = lay.up(Received("C", RrpPacket(5, i, TOKEN), i % 2), i * 400 * ms)[1]
+        assert not [e for e in down if type(e) is SetTimer]
+    # network 1 dead: its turn's token is sent again on every network and arrives on 0
+    now = 3_500 * ms
+    down = lay.up(Received("C", RrpPacket(5, 9, TOKEN), 0), now)[1]
+    assert SetTimer("rrp:confirm:1", 1 * ms) in down
+    assert not faults(down)
+    assert not faults(lay.timer("rrp:confirm:1", now + ms)[1])  # first look: wait once more
+    down = lay.timer("rrp:confirm:1", now + 2 * ms)[1]
+    assert lay.faulty == [False, True]
+    assert faults(down)[0].fields["reason"] == "no token in its turns"
+    assert faults(down)[0].fields["tokens"] == 2
+
+
+def test_passive_suspicion_cleared_by_a_packet_read_late_from_the_other_socket() -> None:
+    ms = 1_000_000
+    lay = make("passive")
+    lay.up(Received("C", RrpPacket(5, 1, TOKEN), 1), 0)
+    lay.up(Received("C", RrpPacket(5, 2, TOKEN), 0), 100 * ms)
+    down = lay.up(Received("C", RrpPacket(5, 3, TOKEN), 0), 400 * ms)[1]
+    assert SetTimer("rrp:confirm:1", 1 * ms) in down
+    lay.timer("rrp:confirm:1", 401 * ms)
+    # the copy on network 1 was waiting in its socket behind a batch from network 0
+    lay.up(Received("C", RrpPacket(5, 3, TOKEN), 1), 401 * ms)
+    assert not faults(lay.timer("rrp:confirm:1", 402 * ms)[1])
+    assert lay.faulty == [False, False]
+
+
+def test_passive_token_rule_needs_silence_and_can_be_switched_off() -> None:
+    ms = 1_000_000
+    lay = make("passive")
+    lay.up(Received("C", RrpPacket(5, 1, TOKEN), 1), 0)
+    lay.up(Received("C", RrpPacket(5, 2, TOKEN), 0), 10 * ms)
+    lay.up(Received("B", RrpPacket(6, 1, FRAME), 1), 20 * ms)  # frames still on network 1
+    down = lay.up(Received("C", RrpPacket(5, 3, TOKEN), 0), 260 * ms)[1]
+    assert not [e for e in down if type(e) is SetTimer]
+    off = make("passive", rrp_token_turns=0)
+    for i, t in ((1, 0), (2, 300), (3, 600), (4, 900)):
+        down = off.up(Received("C", RrpPacket(5, i, TOKEN), 0), t * ms)[1]
+        assert not [e for e in down if type(e) is SetTimer and "confirm" in e.name]
+    # three networks, active_passive K = 2: one turn is two tokens (N - K + 1)
+    assert make("active_passive", networks=3, rrp_copies=2).cfg.token_window == 2
+    assert make("passive", networks=3).cfg.token_window == 3

@@ -49,6 +49,9 @@ SETTINGS: dict[str, Setting] = {
     "rrp_autorecovery_check_timeout": Setting(
         "duration", 1_000_000_000, "probe a faulty network this often", 1
     ),
+    "rrp_token_turns": Setting(
+        "int", 1, "passive: faulty after no token in this many round-robin turns (0: off)", 0
+    ),
     "rrp_silence_timeout": Setting(
         "duration", 250_000_000, "faulty: silent this long while others carry 100+ packets", 0
     ),

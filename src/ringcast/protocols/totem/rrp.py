@@ -24,7 +24,14 @@ networks are detected as corosync 2 does (``totemrrp.c``):
   above zero decays by one each ``rrp_problem_count_timeout``;
 - passive and active-passive: tokens and frames received are counted per network; a
   network more than ``rrp_problem_count_threshold`` tokens or
-  ``rrp_problem_count_mcast_threshold`` frames behind the best one is faulty.
+  ``rrp_problem_count_mcast_threshold`` frames behind the best one is faulty;
+- passive and active-passive (ringcast's addition, counted in tokens, not packets): a
+  network that carried none of the last ``rrp_token_turns`` x (N - K + 1) tokens this
+  node received, and nothing at all for ``rrp_silence_timeout``, is faulty once the
+  host has read its sockets again (:meth:`RedundantRing._confirm`). The predecessor
+  sends its tokens on K of the N networks in turn, so a healthy network carries one in
+  every N - K + 1; a dead one costs the ring a token retransmission at each of its
+  turns, and is found after one turn instead of ``rrp_problem_count_threshold`` tokens.
 
 A faulty network carries nothing of the ring. Every ``rrp_autorecovery_check_timeout``
 the node sends a :class:`RingTest` along the ring on it; a probe that comes back has
@@ -68,6 +75,9 @@ T_TOKEN = TIMER_PREFIX + "token"
 T_DECAY = TIMER_PREFIX + "decay"
 T_PROBE = TIMER_PREFIX + "probe:"
 T_SILENCE = TIMER_PREFIX + "silence"
+T_CONFIRM = TIMER_PREFIX + "confirm:"
+CONFIRM_DELAY = 1_000_000
+"""Between the two looks of :meth:`RedundantRing._confirm` (1 ms)."""
 HEALTHY, FAULTY = "healthy", "faulty"
 WINDOW = 4096
 """Packets of one sender remembered for duplicate detection (a copy later than this
@@ -94,6 +104,7 @@ class RrpSettings:
         "silence",
         "threshold",
         "token_expired",
+        "token_window",
     )
 
     def __init__(self, settings: dict[str, Any], networks: int):
@@ -117,6 +128,12 @@ class RrpSettings:
         self.autorecovery: int = settings.get("rrp_autorecovery_check_timeout", 1_000_000_000)
         self.flap_window: int = settings.get("rrp_flap_window", 10_000_000_000)
         self.silence: int = settings.get("rrp_silence_timeout", 250_000_000)
+        # Passive styles: tokens in a row with none on a network, to be faulty. The
+        # predecessor's round robin puts a token on every healthy network within
+        # N - K + 1 tokens (K = 1 in passive), so one turn is the longest healthy gap.
+        k = 1 if mode == "passive" else self.copies
+        turn = max(networks - k + 1, 1)
+        self.token_window: int = settings.get("rrp_token_turns", 1) * turn
 
 
 class _Dedup:
@@ -202,6 +219,12 @@ class RedundantRing:
         self._arrivals = 0
         self._heard_at = [0] * networks
         self._base = [0] * networks
+        self._tokens = 0
+        """Token packets received (first copies): the passive styles' clock."""
+        self._token_at = [0] * networks
+        """``_tokens`` when a copy of a token last arrived on each network."""
+        self._suspect: list[tuple[int, int] | None] = [None] * networks
+        """Passive styles: (``_base`` then, looks left) of a network without a token."""
 
     # ------------------------------------------------------------------ status
 
@@ -232,11 +255,12 @@ class RedundantRing:
             self._decay(out)
         elif name == T_SILENCE:
             self._silence(now, out)
+        elif name.startswith(T_CONFIRM):
+            k = _net_of(name, T_CONFIRM)
+            if 0 <= k < self.n:
+                self._confirm(k, now, out)
         elif name.startswith(T_PROBE):
-            try:
-                k = int(name[len(T_PROBE) :])
-            except ValueError:
-                k = -1
+            k = _net_of(name, T_PROBE)
             if 0 <= k < self.n:
                 self._probe(k, out)
         return [], out
@@ -311,6 +335,8 @@ class RedundantRing:
             if token:
                 self._token_copy((src, epoch, pkt), first, net, now, out)
         else:
+            if token:
+                self._token_turns(first, net, now, out)
             self._count(token, net, now, out)
         if not first:
             self.counters["duplicates"] += 1
@@ -452,6 +478,53 @@ class RedundantRing:
             for k in range(self.n):
                 counts[k] -= low
 
+    def _token_turns(self, first: bool, net: int, now: int, out: Down) -> None:
+        """A token copy arrived on ``net``: a healthy network that carried none of the
+        last ``token_window`` tokens (this one included) and nothing at all for
+        ``rrp_silence_timeout`` is suspected (ringcast's addition; see the module
+        docstring). Copies of one packet count for every network they arrive on."""
+        if first:
+            self._tokens += 1
+        self._token_at[net] = self._tokens
+        window = self.cfg.token_window
+        if not first or window <= 0:
+            return
+        for k in range(self.n):
+            if (
+                k != net
+                and not self.faulty[k]
+                and self._suspect[k] is None
+                and self._tokens - self._token_at[k] >= window
+                and now - self._heard_at[k] >= self.cfg.silence
+            ):
+                self._suspect[k] = (self._base[k], 2)
+                out.append(SetTimer(T_CONFIRM + str(k), CONFIRM_DELAY))
+
+    def _confirm(self, k: int, now: int, out: Down) -> None:
+        """Mark a suspected network faulty if still nothing arrived on it at the second
+        of two timer events. A host reads its sockets one after the other: the packet
+        that clears the network may sit unread in its socket while a long batch from
+        another socket is handled, and a timer due in that same turn of the event loop
+        would come before it. The second timer is armed after the first fired, so the
+        host reads every socket in between."""
+        suspect = self._suspect[k]
+        if suspect is None or self.faulty[k] or self._base[k] != suspect[0]:
+            self._suspect[k] = None  # something arrived on it (or it is out already)
+            return
+        if suspect[1] > 1:
+            self._suspect[k] = (suspect[0], suspect[1] - 1)
+            out.append(SetTimer(T_CONFIRM + str(k), CONFIRM_DELAY))
+            return
+        self._suspect[k] = None
+        self._mark_faulty(
+            k,
+            now,
+            out,
+            reason="no token in its turns",
+            tokens=self._tokens - self._token_at[k],
+            silent_ms=(now - self._heard_at[k]) // 1_000_000,
+        )
+
     # ------------------------------------------------------------------ faulty / healthy
 
     def _mark_faulty(self, k: int, now: int, out: Down, *, reason: str, **why: Any) -> None:
@@ -483,6 +556,8 @@ class RedundantRing:
         self.problems[k] = 0
         self._heard_at[k] = now
         self._base[k] = self._arrivals
+        self._token_at[k] = self._tokens
+        self._suspect[k] = None
         for counts in (self.token_count, self.mcast_count):
             for j in range(self.n):
                 counts[j] = 0
@@ -543,3 +618,11 @@ class RedundantRing:
         nxt = self.successor
         if nxt is not None and nxt != self.node_id:
             out.append(Send(nxt, msg, net))
+
+
+def _net_of(name: str, prefix: str) -> int:
+    """The network number a per-network timer's name ends with (-1 if none)."""
+    try:
+        return int(name[len(prefix) :])
+    except ValueError:
+        return -1
