@@ -3,8 +3,10 @@ that declare themselves fixed run only as they are."""
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -135,3 +137,95 @@ def test_a_generator_sweep_draws_one_scenario_per_protocol_and_seed() -> None:
     ):
         with pytest.raises(LabError, match=msg):
             parse_sweep(bad, "bad.toml")
+
+
+GMS_CASE_A = "scenarios/gms/case_a_new_coord_no_takeover.toml"
+PLAIN = {
+    "protocol": "gms",
+    "where": {"settings.view_install": "plain"},
+    "violates": ["convergence"],
+    "why": "the control",
+}
+
+
+def _gms_sweep(*expect: dict[str, Any], **grid: list[Any]) -> dict[str, Any]:
+    return {
+        "scenarios": [GMS_CASE_A],
+        "grid": {"settings.view_install": ["plain", "acks"], "network.loss": [0.0, 0.02], **grid},
+        "expect": list(expect),
+    }
+
+
+def test_a_sweep_declares_its_expected_violations() -> None:
+    sweep = parse_sweep(
+        _gms_sweep(PLAIN, {**PLAIN, "where": {"network.loss": 0}, "violates": "view_agreement"}),
+        "s.toml",
+        base=ROOT,
+    )
+    plain, lossless = sweep.expect
+    assert (plain.protocol, plain.where, plain.violates) == (
+        "gms",
+        {"settings.view_install": "plain"},
+        ("convergence",),
+    )
+    # the grid's own value: 0 names the point of 0.0, as the run table spells it
+    assert lossless.where == {"network.loss": 0.0}
+    assert isinstance(lossless.where["network.loss"], float)
+    assert lossless.violates == ("view_agreement",)
+    covered = {r.run for r in sweep.runs if plain.matches(r.protocol, json.loads(r.params))}
+    assert covered == {r.run for r in sweep.runs if "view_install=plain" in r.point}
+    assert len(covered) == 2
+    assert parse_sweep(_gms_sweep(), "s.toml", base=ROOT).expect == []
+
+
+@pytest.mark.parametrize(
+    ("expect", "message"),
+    [
+        ({**PLAIN, "violate": ["convergence"]}, r"#1: violate: unknown key \(known: protocol,"),
+        ({**PLAIN, "violates": ["convergance"]}, "#1: violates: unknown property 'convergance'"),
+        ({**PLAIN, "violates": []}, "#1: violates: expected a non-empty list"),
+        ({**PLAIN, "protocol": "gmss"}, "#1: protocol: unknown protocol 'gmss'"),
+        ({**PLAIN, "where": {"view_install": "plain"}}, r"#1: where.view_install: not a key of"),
+        (
+            {**PLAIN, "where": {"settings.view_install": "plian"}},
+            r"where.settings.view_install: 'plian' is not a value of the grid \('plain', 'acks'\)",
+        ),
+        ({**PLAIN, "where": {"network.loss": 0.5}}, "where.network.loss: 0.5 is not a value"),
+        (
+            {**PLAIN, "protocol": "raincore"},
+            "where.settings.view_install: not a setting of protocol raincore",
+        ),
+        ({k: v for k, v in PLAIN.items() if k != "why"}, "#1: why: missing"),
+        ({**PLAIN, "why": " "}, "#1: why: expected a sentence"),
+        ({**PLAIN, "where": "plain"}, "#1: where: expected a table"),
+    ],
+)
+def test_a_mistyped_expectation_is_one_line_naming_the_file_and_field(
+    expect: dict[str, Any], message: str
+) -> None:
+    from ringcast.lab.errors import LabError
+
+    with pytest.raises(LabError, match=message) as err:
+        parse_sweep(_gms_sweep(expect), "mine.toml", base=ROOT)
+    assert str(err.value).startswith("mine.toml: [[expect]] #1: ")
+    assert "\n" not in str(err.value)
+    # the second table is named as the second
+    with pytest.raises(LabError, match=r"mine.toml: \[\[expect\]\] #2: "):
+        parse_sweep(_gms_sweep(PLAIN, expect), "mine.toml", base=ROOT)
+
+
+def test_expect_must_be_tables() -> None:
+    from ringcast.lab.errors import LabError
+
+    doc = {**_gms_sweep(), "expect": {"protocol": "gms"}}
+    with pytest.raises(LabError, match=r"s.toml: expect: expected \[\[expect\]\] tables"):
+        parse_sweep(doc, "s.toml", base=ROOT)
+
+
+def test_the_bundled_sweeps_declare_the_gms_control() -> None:
+    from ringcast.lab.grid import load_sweep
+
+    sweep = load_sweep(ROOT / "sweeps" / "default.toml")
+    (plain,) = sweep.expect
+    assert plain.where == {"settings.view_install": "plain"}
+    assert plain.violates == ("convergence",)

@@ -106,35 +106,61 @@ def _skipped_line(skipped: list[str]) -> str:
 
 
 def _print_check(doc: dict[str, Any]) -> None:
-    """The properties as a table (rich), then each counterexample on a line of its own."""
+    """The properties as a table (rich), then each counterexample on a line of its own
+    (those of expected violations marked so). The columns of expected violations
+    appear when there are some."""
     from rich.console import Console
     from rich.table import Table
 
-    styles = {"holds": "green", "violated": "bold red"}
+    styles = {"holds": "green", "violated": "bold red", "violated as expected": "yellow"}
+    props = doc["properties"]
+    expected = any(p.get("runs_expected") for p in props.values())
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for col, just in (
+    columns = [
         ("property", "left"),
         ("status", "left"),
         ("runs checked", "right"),
         ("runs violated", "right"),
         ("violations", "right"),
-    ):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
-    for name, p in doc["properties"].items():
+    ]
+    if expected:
+        columns += [("runs expected", "right"), ("expected violations", "right")]
+    for col, just in columns:
+        table.add_column(col, justify=just, no_wrap=col == "status")  # type: ignore[arg-type]
+    for name, p in props.items():
         status = p["status"]
-        table.add_row(
+        row = [
             name,
             f"[{styles.get(status, 'dim')}]{status}[/]",
             str(p["runs_checked"]),
             str(p.get("runs_violated", 0)),
             str(p["violations"]),
-        )
-    console = Console(file=sys.stdout, highlight=False, width=max(100, Console().width))
+        ]
+        if expected:
+            row += [str(p.get("runs_expected", 0)), str(p.get("expected_violations", 0))]
+        table.add_row(*row)
+    console = Console(file=sys.stdout, highlight=False, width=max(120, Console().width))
     console.print(table)
-    for name, p in doc["properties"].items():
+    for name, p in props.items():
         for c in p["counterexamples"]:
             t = f"{c['t'] / 1e6:.3f}ms" if c.get("t") is not None else "-"
-            print(f"  {name}: {c['run']} t={t} nodes={','.join(c['nodes'] or [])}: {c['note']}")
+            mark = " (expected)" if c.get("expected") else ""
+            print(
+                f"  {name}{mark}: {c['run']} t={t} nodes={','.join(c['nodes'] or [])}: {c['note']}"
+            )
+
+
+def _print_expected(doc: dict[str, Any]) -> None:
+    """A line per property a declared expectation saw violated (``EXPECTED``: where,
+    in how many runs, why), then one per expectation no run fulfilled (``WARNING``)."""
+    for e in doc.get("expectations") or []:
+        at = ",".join(f"{k}={v}" for k, v in e["where"].items())
+        where = f"{e['protocol']} at {at}" if at else e["protocol"]
+        for prop, runs in e["runs_violated"].items():
+            if runs:
+                print(f"EXPECTED: {prop} violated by {where} in {runs} runs: {e['why']}")
+    for w in doc.get("warnings") or []:
+        print(f"WARNING: {w}")
 
 
 @_guard
@@ -165,6 +191,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         write_json(args.json, doc)
     _print_check(doc)
+    _print_expected(doc)
     return 0 if doc["ok"] else 1
 
 
@@ -218,13 +245,15 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     return 0
 
 
-def _summary_line(doc: dict[str, Any]) -> tuple[list[str], list[str], list[str]]:
-    """(held, violated, not applicable) property names of a ``check.json`` document."""
+def _summary_line(doc: dict[str, Any]) -> tuple[list[str], list[str], list[str], list[str]]:
+    """(held, violated, violated as expected, not applicable) property names of a
+    ``check.json`` document."""
     props = doc["properties"]
     held = [n for n, p in props.items() if p["status"] == "holds"]
     bad = [n for n, p in props.items() if p["status"] == "violated"]
-    na = [n for n, p in props.items() if p["status"] not in ("holds", "violated")]
-    return held, bad, na
+    expected = [n for n, p in props.items() if p["status"] == "violated as expected"]
+    na = [n for n, p in props.items() if p["status"] == "not applicable"]
+    return held, bad, expected, na
 
 
 @_guard
@@ -247,16 +276,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress=bar,
     )
     _print_check(doc)
-    held, bad, na = _summary_line(doc)
+    held, bad, expected, na = _summary_line(doc)
     wall = time.perf_counter() - t0
     print(
         f"lab run: {summary['runs']} runs ({len(summary['skipped'])} points skipped), "
-        f"{len(held)} properties hold, {len(bad)} violated, {len(na)} not applicable; "
+        f"{len(held)} properties hold, {len(bad)} violated, "
+        f"{len(expected)} violated as expected, {len(na)} not applicable; "
         f"sweep {summary['wall_s']:.0f} s, check {times['check']:.0f} s, "
         f"metrics {times['metrics']:.0f} s, total {wall:.0f} s"
     )
     if bad:
         print(f"VIOLATED: {', '.join(bad)} (counterexamples in the report)")
+    _print_expected(doc)
     print(f"report: {report}  (traces, check.json, metrics.json in {out})")
     return 0 if doc["ok"] else 1
 

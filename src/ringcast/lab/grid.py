@@ -38,6 +38,18 @@ generator, one scenario per protocol and seed::
 The hostile generator scales its faults by the protocol's failure-detection timeout
 (its spec's ``timeout`` setting). Generated points take no grid.
 
+A sweep may declare the violations it expects (a control, kept because it fails), one
+``[[expect]]`` table each (:mod:`ringcast.lab.expect`)::
+
+    [[expect]]
+    protocol = "gms"                                 # a registered protocol
+    where = { "settings.view_install" = "plain" }    # optional: grid values of the point
+    violates = ["convergence"]                       # property names
+    why = "plain installs views without acknowledgements"
+
+A ``where`` key must be a key of the grid (a ``settings.`` key a setting of the
+protocol) and its value one of the grid's values for it.
+
 A scenario with ``fixed = true`` is a worked example with exact timings (a seed's
 figure): the grid runs it only at points that
 leave it unchanged (``as_is``, its own group size, the values it already has) and
@@ -57,7 +69,9 @@ from pathlib import Path
 from typing import Any
 
 from ringcast.lab.errors import LabError
+from ringcast.lab.expect import EXPECT_KEY, Expectation
 from ringcast.protocols import registry
+from ringcast.protocols.registry import PROPERTIES
 from ringcast.sim.scenario import ScenarioError, parse_scenario
 
 NODE_NAMES = tuple(string.ascii_uppercase) + tuple(f"N{k}" for k in range(26, 100))
@@ -93,6 +107,7 @@ class Sweep:
     documents: list[dict[str, Any]] = field(default_factory=list)
     runs: list[RunSpec] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    expect: list[Expectation] = field(default_factory=list)
 
 
 def load_sweep(path: str | Path, *, seeds: int | None = None) -> Sweep:
@@ -112,6 +127,7 @@ def parse_sweep(
 ) -> Sweep:
     """Validate a parsed sweep document and expand its runs."""
     known = {"name", "scenarios", "protocols", "seeds", "partitions", "grid", "generator"}
+    known.add(EXPECT_KEY)
     unknown = sorted(set(data) - known)
     if unknown:
         raise LabError(f"{source}: {unknown[0]}: unknown key (known: {', '.join(sorted(known))})")
@@ -142,15 +158,73 @@ def parse_sweep(
     if not isinstance(partitions, int) or partitions < 0:
         raise LabError(f"{source}: partitions: expected an integer >= 0")
     protocols = data.get("protocols")
+    expect = parse_expectations(data.get(EXPECT_KEY, []), grid, source)
     sweep = Sweep(
         str(data.get("name", Path(source).stem)), source, files, grid, seed_list, partitions
     )
+    sweep.expect = expect
     _expand(sweep, protocols)
     if generator is not None:
         _generate(sweep, generator, protocols, source)
     if not sweep.runs:
         raise LabError(f"{source}: no runs: every scenario point was skipped or filtered out")
     return sweep
+
+
+EXPECT_FIELDS = ("protocol", "where", "violates", "why")
+
+
+def parse_expectations(raw: Any, grid: dict[str, list[Any]], source: str) -> list[Expectation]:
+    """Validate the ``[[expect]]`` tables of a sweep file against its ``grid``."""
+    if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
+        raise LabError(f"{source}: {EXPECT_KEY}: expected [[{EXPECT_KEY}]] tables")
+    return [_expectation(t, grid, f"{source}: [[{EXPECT_KEY}]] #{k}") for k, t in enumerate(raw, 1)]
+
+
+def _expectation(t: dict[str, Any], grid: dict[str, list[Any]], at: str) -> Expectation:
+    unknown = sorted(set(t) - set(EXPECT_FIELDS))
+    if unknown:
+        raise LabError(f"{at}: {unknown[0]}: unknown key (known: {', '.join(EXPECT_FIELDS)})")
+    for key in ("protocol", "violates", "why"):
+        if key not in t:
+            raise LabError(f"{at}: {key}: missing")
+    proto = t["protocol"]
+    if not isinstance(proto, str):
+        raise LabError(f"{at}: protocol: expected a protocol name")
+    try:
+        spec = registry.get(proto)
+    except ValueError as e:
+        raise LabError(f"{at}: protocol: {e}") from None
+    violates = t["violates"]
+    if isinstance(violates, str):
+        violates = [violates]
+    if not isinstance(violates, list) or not violates:
+        raise LabError(f"{at}: violates: expected a non-empty list of property names")
+    for name in violates:
+        if name not in PROPERTIES:
+            raise LabError(
+                f"{at}: violates: unknown property {name!r} (known: {', '.join(PROPERTIES)})"
+            )
+    why = t["why"]
+    if not isinstance(why, str) or not why.strip():
+        raise LabError(f"{at}: why: expected a sentence saying why the violation is expected")
+    where = t.get("where", {})
+    if not isinstance(where, dict):
+        raise LabError(f"{at}: where: expected a table of grid keys and values")
+    point: dict[str, Any] = {}
+    for key, value in where.items():
+        if key not in grid:
+            known = ", ".join(grid) or "the grid is empty"
+            raise LabError(f"{at}: where.{key}: not a key of the grid ({known})")
+        if key.startswith("settings.") and key.split(".", 1)[1] not in spec.settings:
+            raise LabError(f"{at}: where.{key}: not a setting of protocol {proto}")
+        flag = isinstance(value, bool)  # True == 1, but not as a grid value
+        same = [v for v in grid[key] if v == value and isinstance(v, bool) == flag]
+        if not same:
+            values = ", ".join(map(repr, grid[key]))
+            raise LabError(f"{at}: where.{key}: {value!r} is not a value of the grid ({values})")
+        point[key] = same[0]  # the grid's own value: 3 and 3.0 name one point
+    return Expectation(proto, tuple(dict.fromkeys(violates)), why.strip(), point)
 
 
 def _set(doc: dict[str, Any], dotted: str, value: Any) -> None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ringcast.lab import diagrams
 from ringcast.lab.checks.runner import run_checks, summary_json
+from ringcast.lab.expect import Expectation, expectations_of, expected_runs, outcome
 from ringcast.lab.load import load_runs, load_traces
 from ringcast.lab.metrics import compute_metrics
 from ringcast.lab.report import render_report
@@ -46,10 +47,27 @@ def check_paths(
     examples: int = 5,
     convergence_bound: int = 10_000_000_000,
     certify: bool = True,
+    expectations: Sequence[Expectation] | None = None,
 ) -> dict[str, Any]:
     """Check the traces at ``paths``; the ``check.json`` document (``certify``: see
-    :func:`~ringcast.lab.checks.run_checks`)."""
+    :func:`~ringcast.lab.checks.run_checks`).
+
+    The violations a sweep output among ``paths`` declares expected (its
+    ``sweep.json``, :mod:`ringcast.lab.expect`) are told apart from the others, and the
+    document lists the ``expectations`` and a warning for each that no run fulfilled.
+    ``expectations`` replaces those of the sweep files (over the run tables of
+    ``paths``; ``[]``: expect nothing)."""
     trace = load_traces(spark, paths, protocol=protocol)
+    if expectations is None:
+        expect, expected = expectations_of(spark, paths)
+    else:
+        expect = list(expectations)
+        runs = load_runs(spark, paths)
+        expected = (
+            expected_runs(runs.select("run", "protocol", "params"), expect)
+            if expect and runs is not None
+            else None
+        )
     results = run_checks(
         trace,
         overrides=overrides,
@@ -57,8 +75,10 @@ def check_paths(
         examples=examples,
         convergence_bound=convergence_bound,
         certify=certify,
+        expected=expected,
     )
     doc = summary_json(results)
+    doc.update(outcome(results, expect, expected))
     doc["inputs"] = [str(p) for p in paths]
     return doc
 

@@ -23,11 +23,14 @@ padding:0 1em}
 table{border-collapse:collapse;margin:.6em 0;font-size:13px}
 td,th{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
 th{background:#f3f3f3}.holds{color:#1a7f37}.violated{color:#c00;font-weight:bold}
-.na{color:#888}code{font-size:12px;background:#f6f6f6;padding:0 3px}
+.na{color:#888}.expected{color:#9a6700;font-weight:bold}
+code{font-size:12px;background:#f6f6f6;padding:0 3px}
 h2{margin-top:1.8em;border-bottom:1px solid #eee;padding-bottom:.2em}
 .verdict{display:inline-block;padding:.2em .7em;border-radius:4px;color:#fff}
 .verdict.ok{background:#1a7f37}.verdict.bad{background:#c00}
 .cx{border-left:4px solid #c00;background:#fff6f6;padding:.4em .8em;margin:.5em 0}
+.cx.expected{border-left-color:#d4a72c;background:#fffbea}
+.warning{color:#9a6700}
 .chart{margin:1em 0}details{margin:.6em 0}summary{cursor:pointer;color:#0550ae}
 .note{color:#555;font-size:13px}a.diagram{white-space:nowrap}
 """
@@ -117,35 +120,85 @@ def _link(run: str, timelines: Mapping[str, str], anchor: str = "", out_dir: str
     )
 
 
+STATUS_CLASS = {"holds": "holds", "violated": "violated", "violated as expected": "expected"}
+
+
+def _where_label(e: dict[str, Any]) -> str:
+    at = ",".join(f"{k}={v}" for k, v in e.get("where", {}).items())
+    return f"{e['protocol']} at {at}" if at else str(e["protocol"])
+
+
+def _per_protocol(p: dict[str, Any]) -> str:
+    parts = []
+    for proto, e in sorted(p.get("protocols", {}).items()):
+        if not e["claimed"]:
+            parts.append(f"{proto}: not claimed")
+            continue
+        text = f"{proto}: {e['runs_checked']} checked, {e['violations']} violations"
+        if e.get("expected_violations"):
+            text += f", {e['expected_violations']} expected"
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def _expectations(check: dict[str, Any]) -> str:
+    """The violations the sweep declared expected, each with its reason and the runs
+    that violated it, then a warning for each that no run fulfilled."""
+    expectations = check.get("expectations") or []
+    if not expectations:
+        return ""
+    out = ["<h3 id='expected'>Expected violations (declared in the sweep file)</h3><ul>"]
+    for e in expectations:
+        runs = ", ".join(
+            f"{escape(prop)} in {n} runs" if n else f"{escape(prop)}: <b>not violated</b>"
+            for prop, n in e.get("runs_violated", {}).items()
+        )
+        out.append(
+            f"<li><b>{escape(_where_label(e))}</b> may violate "
+            f"{escape(', '.join(e['violates']))}: {escape(e['why'])} "
+            f"<span class='note'>({runs})</span></li>"
+        )
+    out.append("</ul>")
+    for w in check.get("warnings") or []:
+        out.append(f"<p class='warning'>Warning: {escape(w)}</p>")
+    return "".join(out)
+
+
 def _properties(check: dict[str, Any], timelines: Mapping[str, str], out_dir: str) -> str:
+    props = check.get("properties", {})
+    expected = any(p.get("runs_expected") for p in props.values())
+    extra = "<th>runs expected</th><th>expected violations</th>" if expected else ""
     out = [
         "<table><tr><th>property</th><th>status</th><th>runs checked</th>"
-        "<th>runs violated</th><th>violations</th><th>per protocol</th></tr>"
+        f"<th>runs violated</th><th>violations</th>{extra}<th>per protocol</th></tr>"
     ]
-    props = check.get("properties", {})
     for name, p in props.items():
-        cls = {"holds": "holds", "violated": "violated"}.get(p["status"], "na")
-        per = "; ".join(
-            f"{proto}: {e['runs_checked']} checked, {e['violations']} violations"
-            if e["claimed"]
-            else f"{proto}: not claimed"
-            for proto, e in sorted(p.get("protocols", {}).items())
-        )
+        cls = STATUS_CLASS.get(p["status"], "na")
         label = (
             f"<a href='#cx-{escape(name)}'>{escape(name)}</a>"
             if p.get("counterexamples")
             else escape(name)
         )
+        cells = (
+            f"<td>{p.get('runs_expected', 0)}</td><td>{p.get('expected_violations', 0)}</td>"
+            if expected
+            else ""
+        )
         out.append(
             f"<tr><td>{label}</td><td class='{cls}'>{escape(p['status'])}</td>"
             f"<td>{p['runs_checked']}</td><td>{p.get('runs_violated', 0)}</td>"
-            f"<td>{p['violations']}</td><td>{escape(per)}</td></tr>"
+            f"<td>{p['violations']}</td>{cells}<td>{escape(_per_protocol(p))}</td></tr>"
         )
     out.append("</table>")
+    out.append(_expectations(check))
+    whys = [e.get("why", "") for e in check.get("expectations") or []]
     for name, p in props.items():
         if not p.get("counterexamples"):
             continue
-        out.append(f"<h3 id='cx-{escape(name)}'>{escape(name)}: counterexamples</h3>")
+        heading = f"{escape(name)}: counterexamples"
+        if p["status"] == "violated as expected":
+            heading += " <span class='expected'>(expected)</span>"
+        out.append(f"<h3 id='cx-{escape(name)}'>{heading}</h3>")
         for k, c in enumerate(p["counterexamples"]):
             anchor = counterexample_id(name, k)
             facts = []
@@ -157,9 +210,15 @@ def _properties(check: dict[str, Any], timelines: Mapping[str, str], out_dir: st
                     facts.append(f"{label} {', '.join(map(str, vals))}")
             if c.get("times"):
                 facts.append("at " + ", ".join(f"{x / 1e6:.3f}" for x in c["times"][:8]) + " ms")
+            why = ""
+            if c.get("expected"):
+                k_why = c.get("expect")
+                reason = whys[k_why] if isinstance(k_why, int) and k_why < len(whys) else ""
+                why = f"<br><span class='expected'>expected</span>: {escape(reason)}"
             out.append(
-                f"<div class='cx' id='{escape(anchor)}'><b>#{k + 1}</b> "
-                f"{escape(str(c.get('note') or ''))}<br><span class='note'>run "
+                f"<div class='cx{' expected' if c.get('expected') else ''}' "
+                f"id='{escape(anchor)}'><b>#{k + 1}</b> "
+                f"{escape(str(c.get('note') or ''))}{why}<br><span class='note'>run "
                 f"<code>{escape(str(c['run']))}</code> ({escape(str(c.get('protocol')))}); "
                 f"{escape('; '.join(facts))}</span><br>"
                 f"{_link(str(c['run']), timelines, anchor, out_dir)}</div>"
@@ -201,7 +260,8 @@ def _runs(
     bad: dict[str, list[str]] = {}
     for name, p in check.get("properties", {}).items():
         for c in p.get("counterexamples") or []:
-            bad.setdefault(str(c["run"]), []).append(name)
+            label = f"{name} (expected)" if c.get("expected") else name
+            bad.setdefault(str(c["run"]), []).append(label)
     runs = metrics.get("runs") or []
     known = {str(r["run"]) for r in runs}
     rows = [
@@ -232,6 +292,30 @@ def _runs(
     return "".join(text)
 
 
+def _verdict(check: dict[str, Any]) -> str:
+    """Every property holds; no unexpected violation (only the declared ones); or
+    violations found."""
+    ok = check.get("ok")
+    expected = [
+        n for n, p in check.get("properties", {}).items() if p["status"] == "violated as expected"
+    ]
+    if ok and expected:
+        text = "no unexpected violation"
+        note = (
+            f" <span class='note'>{escape(', '.join(expected))} violated as expected "
+            "(<a href='#expected'>declared in the sweep file</a>)</span>"
+        )
+    else:
+        text, note = ("every property holds" if ok else "violations found"), ""
+    warned = len(check.get("warnings") or [])
+    if warned:
+        note += (
+            f" <span class='warning'>{warned} expected violation"
+            f"{'s' if warned > 1 else ''} did not happen</span>"
+        )
+    return f"<p><span class='verdict {'ok' if ok else 'bad'}'>{text}</span>{note}</p>"
+
+
 def render_report(
     check: dict[str, Any],
     metrics: dict[str, Any],
@@ -249,15 +333,13 @@ def render_report(
     from plotly.offline import get_plotlyjs
 
     timelines = timelines or {}
-    ok = check.get("ok")
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         "<title>ringcast lab report</title>",
         f"<style>{CSS}</style><script>{get_plotlyjs()}</script></head><body>",
         "<h1>ringcast lab report</h1>",
-        f"<p><span class='verdict {'ok' if ok else 'bad'}'>"
-        f"{'every property holds' if ok else 'violations found'}</span></p>",
+        _verdict(check),
     ]
     if sweep:
         parts.append(_sweep(sweep))

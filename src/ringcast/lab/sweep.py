@@ -5,7 +5,8 @@ the run indices is cut into partitions of consecutive runs (seeds of one point
 together) and ``mapInArrow`` runs each partition's simulations, yielding each trace's
 record batches as it finishes. Spark writes them under ``OUT/traces`` partitioned by
 protocol and scenario; no trace passes through the driver. The driver writes the run
-table (``runs.parquet``) and ``sweep.json`` and shows a progress bar fed by Spark's
+table (``runs.parquet``) and ``sweep.json`` (with the sweep's expected violations,
+:mod:`ringcast.lab.expect`) and shows a progress bar fed by Spark's
 status tracker.
 """
 
@@ -199,6 +200,7 @@ def run_sweep(
         "grid": sweep.grid,
         "seeds": sweep.seeds,
         "skipped": sweep.skipped,
+        "expect": [e.as_dict() for e in sweep.expect],
     }
     (out / "sweep.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 HOLDS, VIOLATED, NOT_APPLICABLE = "holds", "violated", "not applicable"
+EXPECTED = "violated as expected"
+"""The status of a property every violation of which a sweep declared expected
+(:mod:`ringcast.lab.expect`): it does not fail the check."""
 ADAPTIVE = "spark.sql.adaptive.enabled"
 """Adaptive query execution is off while the checks run: their shuffles are sized by
 hand (by run, or a handful of partitions), every small side of a join is broadcast on
@@ -48,12 +51,21 @@ class PropertyResult:
     runs_certified: int = 0
     """Of the runs checked, those proved by the certificate (:mod:`.certify`)."""
     runs_violated: int = 0
+    """Runs with a violation that no expectation covers (and ``violations``, those)."""
     violations: int = 0
+    runs_expected: int = 0
+    """Runs with a violation that an expectation covers (and ``expected_violations``)."""
+    expected_violations: int = 0
     protocols: dict[str, dict[str, Any]] = field(default_factory=dict)
     counterexamples: list[dict[str, Any]] = field(default_factory=list)
+    expected_by: dict[int, int] = field(default_factory=dict, repr=False)
+    """Per expectation (its index), the runs it covers that violate the property (in
+    ``check.json`` under ``expectations``, not here)."""
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        doc = asdict(self)
+        del doc["expected_by"]
+        return doc
 
 
 def run_checks(
@@ -66,6 +78,7 @@ def run_checks(
     safe_grace: int = 500_000_000,
     partitions: int | None = None,
     certify: bool = True,
+    expected: DataFrame | None = None,
 ) -> list[PropertyResult]:
     """Check ``properties`` (default: all) over ``trace`` (trace columns + protocol).
 
@@ -73,6 +86,12 @@ def run_checks(
     (:func:`ringcast.lab.properties.claims`, ``overrides`` first) that have its inputs;
     a property no such run exists for is "not applicable". Up to ``examples``
     counterexamples are kept per property, earliest run and time first.
+
+    ``expected`` (:func:`ringcast.lab.expect.expected_runs`: run, property, expects)
+    names the (run, property) pairs whose violations a sweep declared expected: they
+    are counted apart (``runs_expected``, ``expected_violations``), their
+    counterexamples are marked ``expected`` and come after the others, and a property
+    with no other violation is :data:`EXPECTED` instead of :data:`VIOLATED`.
 
     With ``certify`` (the default), total_order, fifo and integrity are first proved
     for the runs whose deliveries pass :mod:`ringcast.lab.checks.certify`; only the
@@ -134,8 +153,10 @@ def run_checks(
         with ThreadPoolExecutor(1, thread_name_prefix="ringcast-certificate") as pool:
             proof = _start_certificate(ctx, plans, pool) if certify else None
             # one worker: the second round starts as soon as the certificate is done
-            second = pool.submit(_in_pool, sc, _second_round, ctx, plans, exact, proof, examples)
-            _exact(ctx, plans, first, examples, "the properties that read no delivery")
+            second = pool.submit(
+                _in_pool, sc, _second_round, ctx, plans, exact, proof, examples, expected
+            )
+            _exact(ctx, plans, first, examples, "the properties that read no delivery", expected)
             second.result()
         return results
 
@@ -155,6 +176,7 @@ def _second_round(
     exact: Mapping[str, list[str]],
     proof: Future[set[str]] | None,
     examples: int,
+    expected: DataFrame | None,
 ) -> None:
     """The properties that read deliveries, over the runs the certificate (``proof``,
     None: no certificate) left."""
@@ -171,7 +193,7 @@ def _second_round(
     if any(second.values()):
         late = ctx.with_deliveries(frozenset(r for runs in second.values() for r in runs))
         with closing(late):
-            _exact(late, plans, second, examples, "the properties that read deliveries")
+            _exact(late, plans, second, examples, "the properties that read deliveries", expected)
 
 
 def _exact(
@@ -180,6 +202,7 @@ def _exact(
     todo: Mapping[str, list[str]],
     examples: int,
     what: str,
+    expected: DataFrame | None,
 ) -> None:
     """The exact checks of the properties in ``todo`` over their runs there: plan their
     frames, annotate the trace (:meth:`CheckContext.materialize`) and count."""
@@ -199,7 +222,7 @@ def _exact(
         with _phase(sc, f"ringcast check: annotate the trace for {what}"):
             ctx.materialize()
         with _phase(sc, f"ringcast check: count violations of {what}"):
-            _count(ctx, results, frames, scopes, examples)
+            _count(ctx, results, frames, scopes, examples, expected)
 
 
 @contextmanager
@@ -296,8 +319,13 @@ def _count(
     frames: list[DataFrame],
     scopes: list[tuple[str, str]],
     examples: int,
+    expected: DataFrame | None,
 ) -> None:
-    """Count every property's violations in one job, then fetch the counterexamples."""
+    """Count every property's violations in one job, then fetch the counterexamples.
+
+    The violations are joined to ``expected`` (broadcast: a row per run and property
+    that a sweep expects to violate) and counted by (property, protocol, expects):
+    each (property, run) pair has one ``expects``, so the groups split the runs."""
     from pyspark import StorageLevel
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -308,23 +336,23 @@ def _count(
     for f in frames[1:]:
         allv = allv.unionByName(f)
     allv = allv.join(F.broadcast(checked), ["property", "run"], "left_semi")
+    if expected is not None:
+        allv = allv.join(F.broadcast(expected), ["property", "run"], "left")
+    else:
+        allv = allv.withColumn("expects", F.lit(None).cast("array<int>"))
     allv = allv.persist(StorageLevel.MEMORY_AND_DISK)
     by_name = {r.property: r for r in results}
     try:
         counts = (
-            allv.groupBy("property", "protocol")
+            allv.groupBy("property", "protocol", "expects")
             .agg(F.count("*").alias("n"), F.countDistinct("run").alias("runs"))
             .collect()
         )
         for c in counts:
-            result = by_name[c.property]
-            result.protocols[c.protocol]["violations"] = int(c.n)
-            result.protocols[c.protocol]["runs_violated"] = int(c.runs)
-            result.violations += int(c.n)
-            result.runs_violated += int(c.runs)
-            result.status = VIOLATED
+            _tally(by_name[c.property], c.protocol, c.expects, int(c.n), int(c.runs))
         if counts and examples > 0:
-            w = Window.partitionBy("property").orderBy("run", "t", "note")
+            late = F.col("expects").isNotNull()  # the unexpected first
+            w = Window.partitionBy("property").orderBy(late, "run", "t", "note")
             rows = (
                 allv.withColumn("_k", F.row_number().over(w))
                 .filter(F.col("_k") <= examples)
@@ -334,13 +362,40 @@ def _count(
             )
             for row in rows:
                 d = row.asDict(recursive=True)
+                expects = d.pop("expects")
+                d["expected"] = expects is not None
+                d["expect"] = expects[0] if expects else None
                 by_name[d.pop("property")].counterexamples.append(d)
     finally:
         allv.unpersist()
 
 
+def _tally(
+    result: PropertyResult, protocol: str, expects: list[int] | None, n: int, runs: int
+) -> None:
+    """Add one group of violations (``n`` in ``runs`` runs of ``protocol``; ``expects``:
+    the expectations covering them, None: unexpected) to ``result``."""
+    entry = result.protocols[protocol]
+    if expects is None:
+        entry["violations"] = entry.get("violations", 0) + n
+        entry["runs_violated"] = entry.get("runs_violated", 0) + runs
+        result.violations += n
+        result.runs_violated += runs
+        result.status = VIOLATED
+        return
+    entry["expected_violations"] = entry.get("expected_violations", 0) + n
+    entry["runs_expected"] = entry.get("runs_expected", 0) + runs
+    result.expected_violations += n
+    result.runs_expected += runs
+    for k in expects:
+        result.expected_by[k] = result.expected_by.get(k, 0) + runs
+    if result.status != VIOLATED:
+        result.status = EXPECTED
+
+
 def summary_json(results: list[PropertyResult]) -> dict[str, Any]:
-    """The ``--json`` document: every property's result and an overall ``ok``."""
+    """The ``--json`` document: every property's result and an overall ``ok``, true
+    when no violation is unexpected (:data:`EXPECTED` passes)."""
     return {
         "ok": all(r.status != VIOLATED for r in results),
         "properties": {r.property: r.to_json() for r in results},
