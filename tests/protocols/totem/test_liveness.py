@@ -12,13 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from ringcast.core.effects import CancelTimer
-from ringcast.core.events import Received
-from ringcast.protocols.totem._messages import CommitToken
+from ringcast.core.effects import CancelTimer, Multicast
+from ringcast.core.events import Received, Start
+from ringcast.core.machine import MachineContext
+from ringcast.protocols.totem import SPEC
+from ringcast.protocols.totem._messages import CommitToken, Join, MergeDetect, RingId
 from ringcast.protocols.totem._state import State
-from ringcast.protocols.totem.machine import T_TOKEN_RETRANSMIT
+from ringcast.protocols.totem.machine import T_TOKEN_RETRANSMIT, TotemMachine
+from ringcast.protocols.totem.membership import Gatherer
 from ringcast.sim import Simulation, load_scenario
 
+from . import checks
 from .hostile import TOKEN_TIMEOUT, run, settle_time
 from .test_hardening import in_commit
 
@@ -55,6 +59,67 @@ def test_a_ring_of_one_keeps_its_token() -> None:
     assert after == [], [r["detail"] for r in after]
     final = {r["node"]: r["view"] for r in rows if r["kind"] == "view" and not r["transitional"]}
     assert len(set(final.values())) == 1
+
+
+def test_fail_sets_do_not_outlive_their_round() -> None:
+    """Hostile seed 323 (fail-set camps): N2 and N6, paused while the others formed a
+    ring without them, fail the senders of that old round's joins on resuming. With fail
+    sets scoped to a membership round they rejoin; before, they never did."""
+    sc = load_scenario(SCENARIOS / "regress_fail_set_camps.toml")
+    rows = Simulation(sc, seed=323).run().events()
+    last_fault = max(a.at for a in sc.nemesis)
+    st = settle_time(rows, set(sc.nodes), last_fault)
+    assert st is not None and st <= 20 * TOKEN_TIMEOUT, st
+    for prop in ("integrity", "total_order", "fifo", "view_agreement", "virtual_synchrony"):
+        assert getattr(checks, prop)(rows) == [], prop
+    assert checks.safe_delivery(rows) == []
+
+
+def test_a_join_of_an_older_round_fails_nobody() -> None:
+    """A late join of a round that is over (a smaller ring seq) naming this node failed
+    adds its sender's proc_set only: its fail_set does not fail the sender in return."""
+    g = Gatherer("N2")
+    g.start({"N1", "N2", "N3"}, set())
+    old = Join("N3", 5, ("N1", "N2", "N3"), ("N1", "N2"))
+    assert not g.merge("N3", old, same_round=False)
+    assert g.my_fail_set == set() and "N3" not in g.consensus
+    assert g.merge("N3", old, same_round=True)  # in its own round it counts
+    assert g.my_fail_set == {"N3"}
+
+
+def in_gather_with_failed(bad: str) -> TotemMachine:
+    """N2 of {N1, N2, N3} in Gather, round 1, having failed ``bad`` in return for a join
+    of this round naming N2 failed."""
+    memb = ("N1", "N2", "N3")
+    m = SPEC.factory(MachineContext("N2", memb, memb))
+    assert isinstance(m, TotemMachine)
+    m.handle(Start(), 0)
+    assert m.state is State.GATHER and m.highest_seq == 1
+    m.handle(Received(bad, Join(bad, 1, memb, ("N2",))), 1)
+    assert m.gather.my_fail_set == {bad}
+    m.handle(Received(bad, Join(bad, 1, memb, ())), 2)  # ignored: failed in this round
+    assert m.gather.my_fail_set == {bad}
+    return m
+
+
+def test_a_join_of_a_newer_round_starts_the_round_over() -> None:
+    """In Gather with N3 failed, a join from N3 with a larger ring seq is merged: N3's
+    round moved on, and so does this node's, with an empty fail set."""
+    m = in_gather_with_failed("N3")
+    m.handle(Received("N3", Join("N3", 5, ("N1", "N2", "N3"), ())), 10)
+    assert m.highest_seq == 5
+    assert m.gather.my_fail_set == set()
+    assert "N3" in m.gather.consensus
+
+
+def test_a_newer_ring_seen_in_gather_starts_the_round_over() -> None:
+    """A foreign message of a ring newer than this node's round (here the merge-detect
+    of a ring N3 formed without it) ends the round: N3 is proposed again."""
+    m = in_gather_with_failed("N3")
+    out = m.handle(Received("N3", MergeDetect(RingId(5, "N3"), "N3")), 10)
+    assert m.highest_seq == 5 and m.gather.my_fail_set == set()
+    assert "N3" in m.gather.my_proc_set
+    assert any(type(e) is Multicast and type(e.msg) is Join for e in out)
 
 
 @pytest.mark.parametrize("nodes", [3, 5, 8])

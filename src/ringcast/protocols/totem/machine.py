@@ -193,7 +193,7 @@ class TotemMachine:
             elif rid == self.ring_id or (self.new_log is not None and rid == self.new_log.ring_id):
                 self._fire(Ev.MCAST, out, msg)
             elif src not in self.memb or rid.seq > self.ring_id.seq:
-                self._fire(Ev.FOREIGN, out, src)
+                self._fire(Ev.FOREIGN, out, src, rid.seq)
             else:
                 out.append(Record.of("drop", reason="stale message", ring=str(rid)))
         elif tp is Token:
@@ -223,7 +223,7 @@ class TotemMachine:
             if bad is not None:
                 self._invalid(msg, bad, out)
             elif msg.ring_id != self.ring_id and src not in self.memb:
-                self._fire(Ev.FOREIGN, out, src)
+                self._fire(Ev.FOREIGN, out, src, msg.ring_id.seq)
         else:
             out.append(Record.of("drop", reason="unknown message", type=tp.__name__))
 
@@ -343,12 +343,21 @@ class TotemMachine:
                 if whole is not None:
                     out.append(Deliver(c.msg_id, whole, order, sender))
 
-    def _act_foreign(self, out: Out, src: str) -> None:
+    def _act_foreign(self, out: Out, src: str, ring_seq: int = 0) -> None:
         if self.state is OP:
             self._enter_gather(
                 out, set(self.memb) | {src}, set(), reason=f"foreign message from {src}"
             )
-        elif src not in self.gather.my_fail_set and self.gather.add_procs({src}):
+            return
+        changed = False
+        if ring_seq > self.highest_seq:
+            # Gather: a ring newer than this node's round exists, so that round is over
+            # (its fail set with it): the sender formed a ring this node is not in.
+            self._new_round(ring_seq)
+            changed = True
+        if src not in self.gather.my_fail_set and self.gather.add_procs({src}):
+            changed = True
+        if changed:
             self._send_join(out)
 
     # ---- the token
@@ -633,15 +642,28 @@ class TotemMachine:
         self._merge_join(out, src, join)
 
     def _merge_join(self, out: Out, src: str, join: Join) -> None:
+        """Merge a join in Gather, its fail_set scoped to its round (``Join.ring_seq``).
+
+        A join of a newer round than this node's (``highest_seq``) starts the new round:
+        the old fail set is dropped (:meth:`Gatherer.new_round`) and the join is merged,
+        even from a node this node had failed (that was in the round that ended). A join
+        of this round from a failed node is ignored; one of an older round adds only its
+        proc_set (:meth:`Gatherer.merge`).
+        """
         g = self.gather
-        if src in g.my_fail_set:
-            return
-        fresh = join.ring_seq >= self.highest_seq
         if join.ring_seq > self.highest_seq:
-            self.highest_seq = join.ring_seq
-        if g.merge(src, join, fresh):
+            self._new_round(join.ring_seq)
+        elif src in g.my_fail_set:
+            return
+        if g.merge(src, join, join.ring_seq == self.highest_seq):
             self._send_join(out)
         self._check_consensus(out)
+
+    def _new_round(self, ring_seq: int) -> None:
+        """A join or a ring of a larger ring seq: the membership round this node was
+        gathering in is over; start the newer one with an empty fail set."""
+        self.highest_seq = ring_seq
+        self.gather.new_round()
 
     def _check_consensus(self, out: Out) -> None:
         g = self.gather

@@ -6,6 +6,16 @@ this node's sets; if they changed, the previous consensus is abandoned and a new
 broadcast. Consensus is reached when every node of ``my_proc_set - my_fail_set`` sent a join
 with exactly this node's sets; the representative (the smallest id) then builds the commit
 token, whose ring_id.seq is the largest ring seq known plus 4 (seed 001).
+
+Fail sets are scoped to a membership round (issue 24, "fail-set camps" in
+docs/protocols/totem.md). A round is named by the largest ring seq its members know
+(``Join.ring_seq``): every commit token, accepted or not, raises it by 4, so a node that
+sees a larger one knows some nodes have moved past its round. A join's fail_set, the
+"it fails me, so I fail it" rule and consensus count only for joins of this node's
+round; a join of a newer round starts this node's round over, its fail set emptied
+(:meth:`Gatherer.new_round`). Membership agreement does not rest on fail sets: a member
+accepts only a commit token whose memb_list is its own proposal, and extended virtual
+synchrony is kept by Recovery whatever the fail sets were.
 """
 
 from __future__ import annotations
@@ -44,19 +54,33 @@ class Gatherer:
     def matches(self, join: Join) -> bool:
         return set(join.proc_set) == self.my_proc_set and set(join.fail_set) == self.my_fail_set
 
-    def merge(self, src: str, join: Join, fresh: bool = True) -> bool:
+    def new_round(self) -> None:
+        """A newer round began (a join or ring with a larger ring seq was seen): this node's
+        fail set belonged to the round that ended and is dropped; its proc_set stays (those
+        nodes were alive); consensus starts over. Members that are really gone are failed
+        again at the next consensus timeout."""
+        self.my_fail_set = set()
+        self.consensus = {self.me}
+
+    def merge(self, src: str, join: Join, same_round: bool = True) -> bool:
         """Merge the join of ``src`` into this node's sets; True if they changed.
 
         This node never takes itself as failed: a node that lists it as failed forms a ring
-        without it, and the two rings merge later through foreign messages. The fail_set is
-        merged only from a ``fresh`` join (its sender knows no older ring than this node), so
-        failures seen in an earlier round do not keep coming back.
+        without it, and the two rings merge later through foreign messages. A join of an
+        older round (``same_round`` false: its sender knew a smaller ring seq when it sent
+        it) adds its proc_set only: its fail_set was about a round that is over (a late
+        copy, or a node that has not yet heard of the newer round), and it is no vote for
+        consensus, which is reached among joins of one round.
         """
         self.heard.add(src)
+        if not same_round:
+            return self.add_procs(set(join.proc_set) | {src})
         if self.me in join.fail_set:
-            # Decision: ``src`` has failed this node; it ignores this node's joins until it
-            # has formed a ring, so it will never agree to one with this node: fail it too.
-            # (Otherwise fail sets that name each other in a cycle deadlock Gather.)
+            # Decision: ``src`` has failed this node in this round; it ignores this node's
+            # joins until its round ends, so it will never agree to a ring with this node in
+            # it: fail it too. (Otherwise fail sets that name each other in a cycle deadlock
+            # Gather.) Scoped to the round: once ``src`` moves on, its joins carry a larger
+            # ring seq and this node starts the new round with an empty fail set.
             proc = self.my_proc_set | set(join.proc_set) | {src}
             fail = self.my_fail_set | {src}
             changed = proc != self.my_proc_set or fail != self.my_fail_set
@@ -65,7 +89,7 @@ class Gatherer:
                 self.consensus = {self.me}
             return changed
         proc = self.my_proc_set | set(join.proc_set) | {src}
-        fail = self.my_fail_set | (set(join.fail_set) - {self.me}) if fresh else self.my_fail_set
+        fail = self.my_fail_set | (set(join.fail_set) - {self.me})
         changed = proc != self.my_proc_set or fail != self.my_fail_set
         if changed:
             self.my_proc_set, self.my_fail_set = proc, fail
