@@ -19,9 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _version_1(table: pa.Table, path: Path) -> Path:
     """``table`` written as the version 1 writer wrote it: no network, no version key."""
-    old = table.drop_columns(["network"]).replace_schema_metadata(
-        {"ringcast.protocol": "raincore"}
-    )
+    old = table.drop_columns(["network"]).replace_schema_metadata({"ringcast.protocol": "raincore"})
     pq.write_table(old, path)
     return path
 
