@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import socket
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from ringcast.sim import Simulation, load_scenario, parse_scenario
 from ringcast.sim.scenario import Scenario
 from ringcast.trace.reader import read_trace
 
-from .conftest import make_config
+from .conftest import make_config, until
 
 ROOT = Path(__file__).resolve().parents[2]
 COLUMNS = ("kind", "msg", "order", "view", "members", "transitional", "size", "detail", "network")
@@ -199,3 +200,26 @@ def test_real_packets_are_traced_with_their_network(tmp_path: Path) -> None:
         assert all(r["size"] is not None for r in sends + recvs)  # the encoded body
         others = [r for r in mine if r["kind"] not in ("send", "recv", "drop")]
         assert all(r["network"] is None for r in others)
+
+
+def test_refused_datagrams_are_drop_rows_naming_their_network(tmp_path: Path) -> None:
+    """With packet tracing, a datagram the host refuses before the protocol sees it
+    (here: garbage on network 1) is a drop row with its reason and network."""
+    cfg = make_config(
+        tmp_path, ["A"], "basic", trace_format="parquet", networks=2, trace_packets=True
+    )
+    target = cfg.node("A").addresses[1]
+
+    async def main() -> None:
+        async with Group.join(cfg, "A") as g:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                for k in range(3):
+                    s.sendto(b"\x00garbage %d" % k, target)
+            await until(lambda: sum(g.host.metrics.drops.values()) >= 3, 10, "3 drops", g)
+
+    asyncio.run(main())
+    assert cfg.trace_dir is not None
+    drops = [r for r in read_trace(cfg.trace_dir).to_pylist() if r["kind"] == "drop"]
+    assert len(drops) == 3
+    assert {r["network"] for r in drops} == {1}
+    assert all('"reason":' in r["detail"] for r in drops)
