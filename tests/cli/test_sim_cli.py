@@ -77,6 +77,18 @@ def test_jsonl_format(tmp_path: Path) -> None:
     assert len(lines) == json.loads((tmp_path / "summary.json").read_text())["events"]
 
 
+def test_trace_packets_adds_packet_rows_naming_their_network(tmp_path: Path) -> None:
+    plain, packets = tmp_path / "plain", tmp_path / "packets"
+    assert main(["sim", str(SCENARIO), "--out", str(plain), "-q"]) == 0
+    assert main(["sim", str(SCENARIO), "--out", str(packets), "--trace-packets", "-q"]) == 0
+    before = pq.read_table(plain / "trace.parquet").to_pydict()
+    after = pq.read_table(packets / "trace.parquet").to_pydict()
+    assert not {"send", "recv"} & set(before["kind"])
+    sends = [n for k, n in zip(after["kind"], after["network"], strict=True) if k == "send"]
+    recvs = [n for k, n in zip(after["kind"], after["network"], strict=True) if k == "recv"]
+    assert sends and recvs and set(sends) == set(recvs) == {0}
+
+
 def test_bad_scenario_is_one_line_and_exit_2(tmp_path: Path) -> None:
     bad = tmp_path / "typo.toml"
     bad.write_text(

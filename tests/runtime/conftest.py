@@ -37,13 +37,24 @@ def make_config(
     name: str = "test",
     trace_format: str = "jsonl",
     addresses: Mapping[str, str] | None = None,
+    networks: int = 1,
+    trace_packets: bool = False,
 ) -> ClusterConfig:
-    """Write a loopback cluster file (ephemeral ports) and a key; return the loaded config."""
+    """Write a loopback cluster file (ephemeral ports, ``networks`` addresses a node)
+    and a key; return the loaded config."""
     directory.mkdir(parents=True, exist_ok=True)
     key = directory / "cluster.key"
     if not key.exists():
         write_key_file(key)
-    entries = [(n, [(addresses or {}).get(n) or f"127.0.0.1:{free_port()}"], None) for n in nodes]
+    entries = [
+        (
+            n,
+            [(addresses or {}).get(n) or f"127.0.0.1:{free_port()}"]
+            + [f"127.0.0.1:{free_port()}" for _ in range(networks - 1)],
+            None,
+        )
+        for n in nodes
+    ]
     text = render_config(
         name=name,
         protocol=protocol,
@@ -51,6 +62,7 @@ def make_config(
         settings=settings,
         security=security,
         trace_format=trace_format,
+        trace_packets=trace_packets,
     )
     path = directory / "cluster.toml"
     path.write_text(text)

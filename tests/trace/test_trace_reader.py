@@ -79,6 +79,7 @@ def test_jsonl_missing_nullable_keys_are_null(tmp_path):
         "transitional": None,
         "size": None,
         "detail": None,
+        "network": None,
     }
     assert got[1]["detail"] == '{"a":[1,2],"b":1}'
     assert got[1]["transitional"] is True

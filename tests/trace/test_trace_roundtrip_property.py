@@ -29,6 +29,7 @@ _rows = st.lists(
         transitional=st.none() | st.booleans(),
         size=st.none() | st.integers(min_value=-(2**31), max_value=2**31 - 1),
         detail=_maybe_text,
+        network=st.none() | st.integers(min_value=-(2**31), max_value=2**31 - 1),
     ),
     max_size=20,
 )

@@ -23,13 +23,16 @@ def test_schema_columns_types_and_order():
         ("transitional", pa.bool_()),
         ("size", pa.int32()),
         ("detail", pa.string()),
+        ("network", pa.int32()),
     ]
     assert SCHEMA.metadata is None
 
 
 def test_column_tuples():
     assert tuple(SCHEMA.names) == COLUMNS
-    assert REQUIRED == COLUMNS
+    assert tuple(c for c in COLUMNS if c != "network") == REQUIRED  # network: version 2
+    assert trace.ADDED_COLUMNS == {"network": 2}
+    assert trace.TRACE_VERSION == 2
     assert NON_NULL == ("run", "node", "t", "i", "kind")
     assert all(not SCHEMA.field(name).nullable for name in NON_NULL)
     assert all(SCHEMA.field(name).nullable for name in COLUMNS if name not in NON_NULL)
@@ -38,7 +41,7 @@ def test_column_tuples():
 def test_row_fields_follow_the_columns_and_default_to_none():
     assert Row._fields == COLUMNS
     row = Row("r", "A", 1, 0, "fault")
-    assert row[5:] == (None,) * 7
+    assert row[5:] == (None,) * 8
 
 
 def test_package_exports():

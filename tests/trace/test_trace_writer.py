@@ -15,6 +15,8 @@ import pytest
 from ringcast.trace import (
     COLUMNS,
     SCHEMA,
+    TRACE_VERSION,
+    VERSION_KEY,
     JsonlTraceWriter,
     ParquetTraceWriter,
     Row,
@@ -138,7 +140,8 @@ def test_parquet_file_has_fixed_codec_and_no_extra_metadata(tmp_path, rows):
     meta = pq.ParquetFile(path).metadata
     codecs = {meta.row_group(0).column(c).compression for c in range(meta.num_columns)}
     assert codecs == {PARQUET_COMPRESSION.upper()}
-    assert set(meta.metadata) == {b"ARROW:schema"}
+    assert set(meta.metadata) == {b"ARROW:schema", VERSION_KEY.encode()}
+    assert meta.metadata[VERSION_KEY.encode()] == str(TRACE_VERSION).encode()
 
 
 def test_jsonl_lines_are_compact_objects_in_column_order(tmp_path):
@@ -147,7 +150,8 @@ def test_jsonl_lines_are_compact_objects_in_column_order(tmp_path):
     text = path.read_text(encoding="utf-8")
     assert text == (
         '{"run":"r","node":"A","t":5,"i":0,"kind":"view","msg":null,"order":null,'
-        '"view":"v","members":["A"],"transitional":false,"size":null,"detail":null}\n'
+        '"view":"v","members":["A"],"transitional":false,"size":null,"detail":null,'
+        '"network":null}\n'
     )
     assert list(json.loads(text)) == list(COLUMNS)
 
@@ -186,7 +190,7 @@ def test_write_batch_refuses_a_batch_missing_columns(tmp_path, rows, make_table)
 @pytest.mark.parametrize(
     ("row", "message"),
     [
-        (("r", "A", 1, 0), r"row 2: expected 12 values, got 4"),
+        (("r", "A", 1, 0), r"row 2: expected 13 values, got 4"),
         (Row("r", "A", "soon", 0, "x"), r"row 2: column 't' expects int64, got str 'soon'"),
         (Row("r", None, 1, 0, "x"), r"row 2: column 'node' must not be null"),
         (Row("r", "A", 1, 0, "x", size=2**40), r"row 2: column 'size' expects int32"),
@@ -286,7 +290,7 @@ def test_a_parquet_trace_names_its_protocol(tmp_path, rows, make_table):
         writer.write(rows)
     meta = pq.ParquetFile(named).metadata.metadata
     assert meta[PROTOCOL_KEY.encode()] == b"totem"
-    assert set(meta) == {b"ARROW:schema", PROTOCOL_KEY.encode()}
+    assert set(meta) == {b"ARROW:schema", PROTOCOL_KEY.encode(), VERSION_KEY.encode()}
     assert trace_protocol(named) == "totem"
     assert read_trace(named).equals(make_table(rows))
     assert named.read_bytes() != _write(tmp_path / "plain.parquet", "parquet", rows).read_bytes()

@@ -6,6 +6,7 @@ Every sub-command prints a one-line error and exits non-zero (2) on bad input.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
 import sys
@@ -32,6 +33,8 @@ def _cmd_sim(args: argparse.Namespace) -> int:
     if args.format not in ("parquet", "jsonl"):
         raise CliError(f"--format: expected parquet or jsonl, got {args.format!r}")
     seed = args.seed if args.seed is not None else scenario.seed
+    if args.trace_packets:
+        scenario = dataclasses.replace(scenario, trace_packets=True)
     sim = Simulation(scenario, seed)
     bar = ProgressBar(f"{scenario.name} seed {seed}")
     result = sim.run(progress=None if args.quiet else bar)
@@ -84,6 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=None, help="random seed (default: the file's)")
     s.add_argument("--out", type=Path, required=True, help="output directory")
     s.add_argument("--format", default="parquet", help="parquet (default) or jsonl")
+    s.add_argument(
+        "--trace-packets",
+        action="store_true",
+        help="trace every packet sent, received and lost, with its network (as the "
+        "scenario key trace_packets = true)",
+    )
     s.add_argument("-q", "--quiet", action="store_true")
     s.set_defaults(func=_cmd_sim)
 

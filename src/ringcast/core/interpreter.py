@@ -12,9 +12,9 @@ told. A host supplies only the I/O it owns, as a :class:`HostIO`:
 - ``on_deliver`` / ``on_view`` / ``on_leader`` / ``on_lock`` / ``on_backpressure``:
   the application (the simulator's workload, the runtime's :class:`~ringcast.Group`);
 
-and a :class:`TraceSink` (or None: no trace) taking rows of the trace schema (the
-simulator's recorder, the runtime's rotating segment log). Trace rows written here,
-for every host alike:
+and a :class:`~ringcast.trace.rows.TraceSink` (or None: no trace), the node's rows of
+the trace schema (collected by the simulator's recorder, the runtime's rotating
+segment log). Trace rows written here, for every host alike:
 
 ========== ===================================================================
 kind       written for
@@ -26,16 +26,24 @@ leader     ``LeaderChanged``: view, ``{"leader": ...}``
 state      ``StateChanged``: its fields as detail
 lock       :meth:`Interpreter.lock_request`, ``LockGranted`` (with its fence),
            ``LockReleased``
-drop       a packet for a network the node does not have
+drop       a packet for a network the node does not have (``network``: the one asked)
+send       with packet tracing: each ``Send``/``Multicast``, once a network it goes
+           out on (``network``), the encoded body's ``size``, ``{"dst", "type"}``
+recv       with packet tracing: :meth:`Interpreter.packet_in`, which the host calls
+           for each packet it hands to the machine (``network``: where it came in)
 invariant  an effect the interpreter does not know (a protocol bug; never a crash)
 (any)      ``Record(kind, fields)``: column-named fields fill columns, the rest detail
 ========== ===================================================================
+
+Only packet rows (send, recv, and the drops of packets, here and in the hosts) fill
+the ``network`` column.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
+from ringcast.core.codec import EncodeError, encode_body
 from ringcast.core.effects import (
     EVERY_NETWORK,
     Backpressure,
@@ -55,25 +63,7 @@ from ringcast.core.effects import (
 )
 from ringcast.core.events import LockRequest, Submit
 from ringcast.core.ids import NodeId, View
-from ringcast.trace.rows import RECORD_COLUMNS, host_detail
-
-
-class TraceSink(Protocol):
-    """Where a host's trace rows go (one node's). ``t`` is the host's time of the event;
-    a sink with a clock of its own (the runtime's wall clock) may stamp its own."""
-
-    def add(
-        self,
-        t: int,
-        kind: str,
-        msg: str | None = None,
-        order: str | None = None,
-        view: str | None = None,
-        members: list[str] | None = None,
-        transitional: bool | None = None,
-        size: int | None = None,
-        detail: str | None = None,
-    ) -> None: ...
+from ringcast.trace.rows import TraceSink, host_detail, record_columns
 
 
 class HostIO(Protocol):
@@ -93,23 +83,6 @@ class HostIO(Protocol):
 
 _FIRST = (0,)
 _REQUESTED = host_detail({"op": "requested"})
-
-
-def record_columns(fields: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """A ``Record``'s fields split into trace columns and the ``detail`` JSON.
-
-    Fields named like a column (:data:`~ringcast.trace.rows.RECORD_COLUMNS`) fill it
-    (``members`` as a list of strings, ``view`` as a string); the rest is detail.
-    """
-    cols = {k: fields[k] for k in RECORD_COLUMNS if k in fields}
-    rest = {k: v for k, v in fields.items() if k not in cols} if cols else fields
-    members = cols.get("members")
-    if members is not None:
-        cols["members"] = [str(m) for m in members]
-    view = cols.get("view")
-    if view is not None:
-        cols["view"] = str(view)
-    return cols, host_detail(rest)
 
 
 class Interpreter:
@@ -132,6 +105,7 @@ class Interpreter:
         "leader_named",
         "networks",
         "node_id",
+        "packets",
         "state",
         "tokens",
         "trace",
@@ -139,11 +113,22 @@ class Interpreter:
         "views",
     )
 
-    def __init__(self, node_id: NodeId, io: HostIO, trace: TraceSink | None, *, networks: int = 1):
+    def __init__(
+        self,
+        node_id: NodeId,
+        io: HostIO,
+        trace: TraceSink | None,
+        *,
+        networks: int = 1,
+        packets: bool = False,
+    ):
         self.node_id = node_id
         self.io = io
         self.trace = trace
         self.networks = networks
+        self.packets = packets
+        """Packet tracing: a ``send`` row per packet and network, ``recv`` rows through
+        :meth:`packet_in` (the host calls it only when this is set)."""
         self._all = tuple(range(networks))
         self.view: View | None = None
         self.leader: NodeId | None = None
@@ -180,6 +165,12 @@ class Interpreter:
                 released = host_detail({"op": "released", "reason": reason})
                 self.trace.add(now, "lock", detail=released)
 
+    def packet_in(self, src: NodeId, msg: Any, network: int, now: int) -> None:
+        """Record a packet the host is about to hand to the machine (packet tracing)."""
+        if self.trace is not None:
+            detail = host_detail({"src": src, "type": type(msg).__name__})
+            self.trace.add(now, "recv", size=_body_size(msg), detail=detail, network=network)
+
     def reset(self) -> None:
         """The node's machine is gone (crash, leave): nothing of it is held any more."""
         self.holds_lock = False
@@ -211,6 +202,8 @@ class Interpreter:
                 else:
                     self._unknown_network(eff, now)
                     continue
+                if self.packets and trace is not None:
+                    self._packet_out(eff, nets, now)
                 if tp is Send:
                     io.send(eff.dst, eff.msg, nets)
                 else:
@@ -284,4 +277,26 @@ class Interpreter:
                 "network": eff.network,
                 "networks": self.networks,
             }
-            self.trace.add(now, "drop", detail=host_detail(detail))
+            self.trace.add(now, "drop", detail=host_detail(detail), network=eff.network)
+
+    def _packet_out(self, eff: Send | Multicast, nets: tuple[int, ...], now: int) -> None:
+        """The ``send`` rows of one packet: one a network it goes out on."""
+        trace = self.trace
+        assert trace is not None
+        msg = eff.msg
+        fields = {"type": type(msg).__name__}
+        if type(eff) is Send:
+            fields["dst"] = eff.dst
+        detail = host_detail(fields)
+        size = _body_size(msg)
+        for net in nets:
+            trace.add(now, "send", size=size, detail=detail, network=net)
+
+
+def _body_size(msg: Any) -> int | None:
+    """The bytes of ``msg``'s encoded body (the wire codec's, without the frame header
+    and the runtime's security envelope), or None when it cannot be encoded."""
+    try:
+        return len(encode_body(msg))
+    except EncodeError:
+        return None

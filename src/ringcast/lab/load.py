@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ringcast.lab.errors import LabError
 from ringcast.trace.reader import find_trace_files, read_trace, schema_protocol
-from ringcast.trace.schema import COLUMNS
+from ringcast.trace.schema import ADDED_COLUMNS, COLUMNS
 from ringcast.trace.validate import TraceSchemaError, schema_problems
 
 if TYPE_CHECKING:
@@ -34,9 +34,10 @@ def trace_root(path: Path) -> Path:
     return sub if sub.is_dir() else path
 
 
-def _check_parquet(file: Path) -> str | None:
+def _check_parquet(file: Path) -> tuple[str | None, bool]:
     """Check ``file``'s schema (its footer only); return the protocol it names in its
-    metadata (:data:`~ringcast.trace.schema.PROTOCOL_KEY`), if any."""
+    metadata (:data:`~ringcast.trace.schema.PROTOCOL_KEY`), if any, and whether it
+    holds the columns added since version 1 (a version 1 trace lacks ``network``)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -48,7 +49,7 @@ def _check_parquet(file: Path) -> str | None:
     problems = [p for p in schema_problems(schema) if not _partition_only(p, file)]
     if problems:
         raise LabError(f"{file}: " + "; ".join(problems))
-    return schema_protocol(schema)
+    return schema_protocol(schema), all(c in schema.names for c in ADDED_COLUMNS)
 
 
 def _partition_only(problem: str, file: Path) -> bool:
@@ -98,17 +99,18 @@ def load_traces(
             raise LabError(f"{path}: holds no .parquet or .jsonl trace files")
         parquet = [f for f in files if f.suffix.lower() == ".parquet"]
         jsonl = [f for f in files if f.suffix.lower() == ".jsonl"]
-        named = {f: _check_parquet(f) for f in parquet}
+        checked = {f: _check_parquet(f) for f in parquet}
         groups: dict[str | None, list[Path]] = {}
         for f in parquet:
-            groups.setdefault(named[f] or _summary_protocol(f) or protocol, []).append(f)
+            groups.setdefault(checked[f][0] or _summary_protocol(f) or protocol, []).append(f)
         # absolute paths: a Spark Connect server (or a driver under spark-submit)
         # resolves a relative one against its own working directory
         base = (root if root.is_dir() else root.parent).resolve()
         for proto, group in groups.items():
-            df = spark.read.option("basePath", str(base)).parquet(
-                *(str(f.resolve()) for f in group)
-            )
+            reader = spark.read.option("basePath", str(base))
+            if len({checked[f][1] for f in group}) > 1:  # old and new format versions
+                reader = reader.option("mergeSchema", "true")
+            df = reader.parquet(*(str(f.resolve()) for f in group))
             frames.append(_with_extras(df, proto, F))
         for f in jsonl:
             try:
@@ -126,6 +128,8 @@ def load_traces(
 def _with_extras(df: DataFrame, protocol: str | None, F: object) -> DataFrame:
     f = F  # pyspark.sql.functions
     cols = set(df.columns)
+    if "network" not in cols:  # a trace of format version 1
+        df = df.withColumn("network", f.lit(None).cast("int"))  # type: ignore[attr-defined]
     if "protocol" not in cols:
         df = df.withColumn("protocol", f.lit(protocol or "unknown"))  # type: ignore[attr-defined]
     if "scenario" not in cols:

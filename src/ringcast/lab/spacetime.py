@@ -708,7 +708,9 @@ def read_run(path: Path, run: str | None = None) -> tuple[pa.Table, str, str | N
         scenario = runs.column("scenario")[k].as_py()
         part = path / TRACES_DIR / f"protocol={protocol}" / f"scenario={scenario}"
         data = ds.dataset(part if part.is_dir() else path / TRACES_DIR, format="parquet")
-        table = data.to_table(columns=list(COLUMNS), filter=pc.field("run") == run)
+        # a sweep of trace format version 1 has no network column
+        cols = [c for c in COLUMNS if c in data.schema.names]
+        table = data.to_table(columns=cols, filter=pc.field("run") == run)
         return table, run, protocol
     table, protocol = _read_plain(path)
     ids = sorted(set(table.column("run").to_pylist()))
@@ -744,7 +746,8 @@ def read_runs(path: Path, runs: Iterable[str]) -> dict[str, tuple[pa.Table, str 
         table_runs = pq.read_table(path / RUNS_FILE, columns=["run", "protocol"]).to_pylist()
         protocols = {r["run"]: r["protocol"] for r in table_runs}
         data = ds.dataset(path / TRACES_DIR, format="parquet")
-        table = data.to_table(columns=list(COLUMNS), filter=pc.field("run").isin(wanted))
+        cols = [c for c in COLUMNS if c in data.schema.names]  # version 1: no network
+        table = data.to_table(columns=cols, filter=pc.field("run").isin(wanted))
     else:
         table, protocol = _read_plain(path)
         protocols = dict.fromkeys(wanted, protocol)

@@ -61,6 +61,7 @@ def output_schema() -> StructType:
             StructField("transitional", BooleanType()),
             StructField("size", IntegerType()),
             StructField("detail", s),
+            StructField("network", IntegerType()),
             StructField("protocol", s, False),
             StructField("scenario", s, False),
         ]

@@ -11,6 +11,7 @@ Example::
     state_dir = "state"
     trace_dir = "trace"
     trace_format = "parquet"      # or "jsonl"; trace = false turns tracing off
+    trace_packets = false         # true: a trace row for every packet sent and received
     log_level = "info"
 
     [settings]                    # the protocol's settings, checked by the registry
@@ -77,6 +78,7 @@ class ClusterConfig:
     multicast: tuple[Address, ...] = ()
     trace_format: str = "parquet"
     trace_rotate_ns: int = 5_000_000_000
+    trace_packets: bool = False
     run_id: str = ""
     origin_ns: int = 0
     log_level: str = "info"
@@ -168,6 +170,7 @@ _CLUSTER_KEYS = {
     "trace",
     "trace_format",
     "trace_rotate",
+    "trace_packets",
     "run_id",
     "origin_ns",
     "log_level",
@@ -214,6 +217,9 @@ def parse_config(raw: Mapping[str, Any], *, base: Path, source: str = "<config>"
         raise ConfigError(str(e)) from None
     if rotate <= 0:
         raise ConfigError(f"{w}.trace_rotate: must be positive")
+    trace_packets = c.get("trace_packets", False)
+    if not isinstance(trace_packets, bool):
+        raise ConfigError(f"{w}.trace_packets: expected true or false, got {trace_packets!r}")
     run_id = c.get("run_id", name)
     if not isinstance(run_id, str) or not run_id:
         raise ConfigError(f"{w}.run_id: expected a non-empty string, got {run_id!r}")
@@ -304,6 +310,7 @@ def parse_config(raw: Mapping[str, Any], *, base: Path, source: str = "<config>"
         multicast=tuple(multicast),
         trace_format=trace_format,
         trace_rotate_ns=rotate,
+        trace_packets=trace_packets,
         run_id=run_id,
         origin_ns=origin,
         log_level=log_level,
@@ -324,6 +331,7 @@ def render_config(
     origin_ns: int | None = None,
     trace_rotate: str | None = None,
     trace: bool = True,
+    trace_packets: bool = False,
 ) -> str:
     """A cluster file's text (used by ``ringcast cluster up`` and the tests)."""
 
@@ -356,6 +364,8 @@ def render_config(
         lines.append("trace = false")
     if trace_rotate is not None:
         lines.append(f"trace_rotate = {q(trace_rotate)}")
+    if trace_packets:
+        lines.append("trace_packets = true")
     lines += ["", "[settings]"]
     lines += [f"{k} = {val(v)}" for k, v in (settings or {}).items()]
     for node_id, addrs, status in nodes:

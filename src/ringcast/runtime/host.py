@@ -86,7 +86,13 @@ class NodeHost:
         self._warn = RateLimit()
         self._mcast = config.transport == "multicast"
         self._rearm = False
-        self.interp = Interpreter(node_id, _RuntimeIO(self), None, networks=config.networks)
+        self.interp = Interpreter(
+            node_id,
+            _RuntimeIO(self),
+            None,
+            networks=config.networks,
+            packets=config.trace_packets,
+        )
         """The shared effect interpreter; it holds the view, leader, lock and flow state."""
 
     # ------------------------------------------------------------ what the application sees
@@ -149,7 +155,7 @@ class NodeHost:
                 rotate_ns=cfg.trace_rotate_ns,
                 protocol=cfg.protocol,
             )
-            self.interp.trace = self._trace
+            self.interp.trace = self._trace.sink
         self._loop = asyncio.get_running_loop()
         self._transport = UdpTransport(
             self.node.addresses, groups=cfg.multicast if self._mcast else ()
@@ -321,11 +327,15 @@ class NodeHost:
                 raise Dropped("sender_mismatch")
         except Dropped as d:
             m.drop(d.reason)
+            if self.interp.packets:
+                self._row("drop", detail=detail_json({"reason": d.reason}), network=network)
             if self._warn.ready():
                 self.log.warning(
                     "dropped packets", fields={"reason": d.reason, "drops": dict(m.drops)}
                 )
             return
+        if self.interp.packets:
+            self.interp.packet_in(sender, frame.msg, network, self._now())
         try:
             self._feed(Received(sender, frame.msg, network))
         except Exception:

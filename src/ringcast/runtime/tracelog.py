@@ -20,7 +20,7 @@ from typing import Any
 
 from ringcast.runtime.storage import Reservation, StateStore
 from ringcast.trace import open_writer
-from ringcast.trace.rows import host_detail
+from ringcast.trace.rows import TraceSink, host_detail
 
 detail_json = host_detail  # one detail encoding for the simulator and the runtime
 
@@ -53,46 +53,26 @@ class TraceLog:
         self.max_rows = max_rows
         self._boot = boot
         self._index = Reservation(store, "trace_index", block=1 << 20)
-        self._rows: list[tuple[Any, ...]] = []
         self._segment = 0
         self._cut_at = time.monotonic_ns() + rotate_ns
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"trace-{node}")
         self._pending: list[Future[None]] = []
         self.rows_written = 0
-
-    def add(
-        self,
-        t_host: int,
-        kind: str,
-        msg: str | None = None,
-        order: str | None = None,
-        view: str | None = None,
-        members: list[str] | None = None,
-        transitional: bool | None = None,
-        size: int | None = None,
-        detail: str | None = None,
-    ) -> None:
-        # ``t_host`` is the host's monotonic time: rows are stamped with wall-clock time
-        # since the run's origin instead, shared by every node of the cluster.
-        t = time.time_ns() - self.origin
-        self._rows.append(
-            (
-                self.run,
-                self.node,
-                t,
-                self._index.take(),
-                kind,
-                msg,
-                order,
-                view,
-                members,
-                transitional,
-                size,
-                detail,
-            )
+        # Rows are stamped with wall-clock time since the run's origin, shared by every
+        # node of the cluster, instead of the host's monotonic time.
+        self.sink = TraceSink(
+            run,
+            node,
+            index=self._index.take,
+            clock=self._wall,
+            limit=max_rows,
+            on_full=self.cut,
         )
-        if len(self._rows) >= self.max_rows:
-            self.cut()
+        """The node's trace sink (the interpreter's, and the host's own rows')."""
+        self.add = self.sink.add
+
+    def _wall(self) -> int:
+        return time.time_ns() - self.origin
 
     def tick(self) -> None:
         """Cut a segment when its time is up (called periodically by the host)."""
@@ -101,9 +81,10 @@ class TraceLog:
 
     def cut(self) -> None:
         self._cut_at = time.monotonic_ns() + self.rotate_ns
-        if not self._rows:
+        sink = self.sink
+        if not sink.rows:
             return
-        rows, self._rows = self._rows, []
+        rows, sink.rows = sink.rows, []
         self._segment += 1
         name = f"{self.node}.{self._boot}.{self._segment:05d}.{self.fmt}"
         self.rows_written += len(rows)

@@ -1,86 +1,52 @@
-"""Collects trace rows column-wise while a simulation runs (see ``docs/trace-schema.md``)."""
+"""Collects a simulation's trace rows while it runs (see ``docs/trace-schema.md``)."""
 
 from __future__ import annotations
 
-import functools
+import itertools
 from typing import Any
 
-from ringcast.trace.rows import host_detail
+from ringcast.trace.rows import TraceSink, host_detail
 from ringcast.trace.schema import COLUMNS
 
 
 class Recorder:
-    """Column lists for the trace schema, and a per-node event index ``i``."""
+    """The trace rows of one run, in event order: one :class:`~ringcast.trace.rows.
+    TraceSink` a node (its own event index ``i``), all appending to :attr:`rows`."""
 
-    __slots__ = ("_index", "cols", "run")
+    __slots__ = ("_sinks", "rows", "run")
 
     def __init__(self, run: str):
         self.run = run
-        self.cols: dict[str, list[Any]] = {c: [] for c in COLUMNS}
-        self._index: dict[str, int] = {}
+        self.rows: list[tuple[Any, ...]] = []
+        self._sinks: dict[str, TraceSink] = {}
 
     def __len__(self) -> int:
-        return len(self.cols["t"])
+        return len(self.rows)
+
+    def sink(self, node: str) -> TraceSink:
+        """The trace sink of ``node`` (the interpreter's, and the host's own rows')."""
+        sink = self._sinks.get(node)
+        if sink is None:
+            sink = TraceSink(self.run, node, self.rows, index=itertools.count().__next__)
+            self._sinks[node] = sink
+        return sink
 
     def add(
         self,
         node: str,
         t: int,
         kind: str,
-        msg: str | None = None,
-        order: str | None = None,
-        view: str | None = None,
-        members: list[str] | None = None,
-        transitional: bool | None = None,
-        size: int | None = None,
         detail: dict[str, Any] | None = None,
+        network: int | None = None,
     ) -> None:
-        """A host-owned row (a fault, a drop, the closing stats); ``detail`` a dict."""
-        self.add_row(
-            node, t, kind, msg, order, view, members, transitional, size, host_detail(detail)
-        )
+        """A host-owned row (a fault, a packet's drop, the closing stats); ``detail`` a dict."""
+        self.sink(node).add(t, kind, detail=host_detail(detail), network=network)
 
-    def add_row(
-        self,
-        node: str,
-        t: int,
-        kind: str,
-        msg: str | None = None,
-        order: str | None = None,
-        view: str | None = None,
-        members: list[str] | None = None,
-        transitional: bool | None = None,
-        size: int | None = None,
-        detail: str | None = None,
-    ) -> None:
-        """One row of the trace schema; ``detail`` already JSON text (or None)."""
-        i = self._index.get(node, 0)
-        self._index[node] = i + 1
-        c = self.cols
-        c["run"].append(self.run)
-        c["node"].append(node)
-        c["t"].append(t)
-        c["i"].append(i)
-        c["kind"].append(kind)
-        c["msg"].append(msg)
-        c["order"].append(order)
-        c["view"].append(view)
-        c["members"].append(members)
-        c["transitional"].append(transitional)
-        c["size"].append(size)
-        c["detail"].append(detail)
-
-    def sink(self, node: str) -> NodeTrace:
-        """The :class:`~ringcast.core.interpreter.TraceSink` of one node."""
-        return NodeTrace(self, node)
-
-
-class NodeTrace:
-    """One node's rows of a :class:`Recorder` (the interpreter's trace sink):
-    ``add(t, kind, msg, order, view, members, transitional, size, detail)``."""
-
-    __slots__ = ("add", "node")
-
-    def __init__(self, recorder: Recorder, node: str):
-        self.node = node
-        self.add = functools.partial(recorder.add_row, node)
+    @property
+    def cols(self) -> dict[str, list[Any]]:
+        """The rows column-wise: each column name of the schema to its list of values
+        (a new dict and lists at each call)."""
+        if not self.rows:
+            return {c: [] for c in COLUMNS}
+        columns = zip(*self.rows, strict=True)
+        return {c: list(values) for c, values in zip(COLUMNS, columns, strict=True)}

@@ -39,11 +39,9 @@ class SimResult:
 
     def table(self) -> pa.Table:
         """The trace as an Arrow table in the schema of ``docs/trace-schema.md``."""
-        import pyarrow as pa
+        from ringcast.trace.convert import rows_to_table
 
-        from ringcast.trace.schema import SCHEMA
-
-        return pa.Table.from_pydict(self.recorder.cols, schema=SCHEMA)
+        return rows_to_table(self.recorder.rows, self.run_id)
 
     def write(self, out_dir: str | Path, fmt: str = "parquet") -> Path:
         """Write ``trace.parquet`` (or ``trace.jsonl``) and ``summary.json`` under ``out_dir``."""

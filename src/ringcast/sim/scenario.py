@@ -123,6 +123,7 @@ class Scenario:
     nemesis: tuple[Action, ...] = ()
     seed: int = 1
     count_bytes: bool = True
+    trace_packets: bool = False
     fixed: bool = False
     source: str = "<scenario>"
 
@@ -469,6 +470,9 @@ def parse_scenario(data: Mapping[str, Any], source: str = "<scenario>") -> Scena
     count_bytes = t.get("count_bytes", True)
     if not isinstance(count_bytes, bool):
         raise ScenarioError(f"{path('count_bytes')}: expected true or false")
+    trace_packets = t.get("trace_packets", False)
+    if not isinstance(trace_packets, bool):
+        raise ScenarioError(f"{path('trace_packets')}: expected true or false")
     fixed = t.get("fixed", False)
     if not isinstance(fixed, bool):
         raise ScenarioError(f"{path('fixed')}: expected true or false")
@@ -512,6 +516,7 @@ def parse_scenario(data: Mapping[str, Any], source: str = "<scenario>") -> Scena
         nemesis=tuple(actions[i] for i in order),
         seed=seed,
         count_bytes=count_bytes,
+        trace_packets=trace_packets,
         fixed=fixed,
         source=source,
     )

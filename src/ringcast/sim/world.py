@@ -91,6 +91,7 @@ class Simulation:
                 _SimIO(self, node),
                 self.rec.sink(node.node_id),
                 networks=scenario.network.networks,
+                packets=scenario.trace_packets,
             )
         self._component: dict[str, int] = dict.fromkeys(scenario.all_nodes, 0)
         self._links_down: set[tuple[str, int]] = set()
@@ -102,6 +103,7 @@ class Simulation:
         self._drops = [[rule, 0] for rule in scenario.network.drops]
         self._timer_gen = 0
         self._count_bytes = scenario.count_bytes
+        self._packets = scenario.trace_packets
         self._net = scenario.network
         self._peers = scenario.all_nodes
 
@@ -274,7 +276,11 @@ class Simulation:
         if target is None:
             node.lost += 1
             self.rec.add(
-                src, self.sched.now, "drop", detail={"reason": "unknown destination", "dst": dst}
+                src,
+                self.sched.now,
+                "drop",
+                detail={"reason": "unknown destination", "dst": dst},
+                network=net,
             )
             return
         if (
@@ -284,6 +290,8 @@ class Simulation:
             or (self._cuts and (src, dst) in self._cuts)
         ):
             node.lost += 1
+            if self._packets:
+                self._lost(src, dst, net, self._unreachable(src, dst, net))
             return
         if size > self._net.max_datagram > 0:
             # Like UDP, the network refuses a datagram larger than it can carry.
@@ -293,25 +301,34 @@ class Simulation:
                 self.sched.now,
                 "drop",
                 detail={"reason": "oversized datagram", "dst": dst, "bytes": size},
+                network=net,
             )
             return
         if self._drops and self._dropped_by_rule(src, dst, msg):
             node.lost += 1
+            if self._packets:
+                self._lost(src, dst, net, "drop rule")
             return
         link = self._link(src, dst, msg)
         rng = link.rng
         if link.loss and rng.random() < link.loss:
             node.lost += 1
+            if self._packets:
+                self._lost(src, dst, net, "loss")
             return
         per_net = self._net.loss_per_network
         if per_net and per_net[net] and rng.random() < per_net[net]:
             node.lost += 1
+            if self._packets:
+                self._lost(src, dst, net, "network loss")
             return
         net_model = self._net
         if net_model.corrupt and rng.random() < net_model.corrupt:
             msg = self._corrupted(msg, src, rng)
             if msg is None:  # the flipped bytes no longer decode: the receiver drops it
                 node.lost += 1
+                if self._packets:
+                    self._lost(src, dst, net, "corrupt")
                 return
         copies = 2 if link.duplication and rng.random() < link.duplication else 1
         for _ in range(copies):
@@ -319,6 +336,19 @@ class Simulation:
             if net_model.reorder and rng.random() < net_model.reorder:
                 delay += rng.randint(0, net_model.reorder_delay)
             self.sched.call_at(self.sched.now + delay, self._arrive, target, src, msg, net)
+
+    def _unreachable(self, src: str, dst: str, net: int) -> str:
+        """Why the network cannot carry a packet from ``src`` to ``dst`` on ``net``."""
+        if (src, net) in self._links_down or (dst, net) in self._links_down:
+            return "link down"
+        if self._component[src] != self._component[dst]:
+            return "partition"
+        return "cut"
+
+    def _lost(self, src: str, dst: str, net: int, reason: str) -> None:
+        """Packet tracing: the ``drop`` row of a packet the modelled network lost."""
+        detail = {"reason": reason, "dst": dst}
+        self.rec.add(src, self.sched.now, "drop", detail=detail, network=net)
 
     @staticmethod
     def _corrupted(msg: Any, src: str, rng: random.Random) -> Any:
@@ -354,6 +384,8 @@ class Simulation:
         state = node.state
         if state is UP:
             node.received += 1
+            if self._packets:
+                node.interp.packet_in(src, msg, net, self.sched.now)
             self._feed(node, Received(src, msg, net))
         elif state is PAUSED:
             node.queue.append(("recv", src, msg, net))

@@ -6,7 +6,7 @@ import pyarrow as pa
 
 from ringcast.trace.arrowtypes import compatible, type_name
 from ringcast.trace.messages import first_line
-from ringcast.trace.schema import SCHEMA
+from ringcast.trace.schema import ADDED_COLUMNS, SCHEMA
 from ringcast.trace.validate import TraceSchemaError, presence_problems
 
 __all__ = ["conform_table"]
@@ -20,7 +20,10 @@ def conform_table(table: pa.Table | pa.RecordBatch, source: str = "trace") -> pa
     extra columns are dropped, schema metadata is dropped. Raises
     :class:`TraceSchemaError` naming every missing column, every column of an
     incompatible type and every value that does not fit its column (e.g. a ``size``
-    beyond ``int32``). Nulls in required columns are not checked here; see
+    beyond ``int32``). A column added after version 1
+    (:data:`~ringcast.trace.schema.ADDED_COLUMNS`, e.g. ``network``) that ``table``
+    lacks, as a trace of an earlier version does, is added null in every row. Nulls
+    in required columns are not checked here; see
     :func:`ringcast.trace.validate.validate_table`.
     """
     if isinstance(table, pa.RecordBatch):
@@ -29,6 +32,8 @@ def conform_table(table: pa.Table | pa.RecordBatch, source: str = "trace") -> pa
     columns: list[pa.ChunkedArray] = []
     for expected in SCHEMA:
         if table.schema.get_field_index(expected.name) < 0:
+            if expected.name in ADDED_COLUMNS:
+                columns.append(pa.chunked_array([pa.nulls(table.num_rows, expected.type)]))
             continue
         column = table.column(expected.name)
         found = column.type

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from ringcast.trace.arrowtypes import type_name
 from ringcast.trace.messages import shorten
-from ringcast.trace.schema import COLUMNS, NON_NULL, SCHEMA
+from ringcast.trace.schema import ADDED_COLUMNS, COLUMNS, NON_NULL, SCHEMA
 from ringcast.trace.validate import TraceSchemaError
 
 __all__ = ["columns_to_table", "rows_to_table"]
@@ -31,7 +31,7 @@ _SEQUENCE_TYPES = frozenset((type(None), list, tuple))
 def rows_to_table(
     rows: Sequence[Sequence[Any]], source: str = "trace", first_row: int = 0
 ) -> pa.Table:
-    """A table of :data:`SCHEMA` from ``rows``, each a :class:`Row` or a tuple of 12 values.
+    """A table of :data:`SCHEMA` from ``rows``, each a :class:`Row` or a tuple of 13 values.
 
     ``first_row`` is the index of ``rows[0]`` in the whole trace, used in messages.
     Raises :class:`TraceSchemaError` naming the row (and column) of a row of the
@@ -80,9 +80,17 @@ def columns_to_table(
 ) -> pa.Table:
     """A table of :data:`SCHEMA` from a mapping of column name to its list of values.
 
-    Every column of the schema must be present and all of the same length; extra
-    keys are refused. Errors are reported as for :func:`rows_to_table`.
+    Every column of the schema must be present and all of the same length, but for
+    those added after version 1 (:data:`~ringcast.trace.schema.ADDED_COLUMNS`), null
+    when left out; extra keys are refused. Errors are reported as for
+    :func:`rows_to_table`.
     """
+    if any(name not in columns for name in ADDED_COLUMNS):
+        length = max((len(values) for values in columns.values()), default=0)
+        columns = {
+            **columns,
+            **{name: [None] * length for name in ADDED_COLUMNS if name not in columns},
+        }
     missing = sorted(set(COLUMNS) - set(columns))
     extra = sorted(set(columns) - set(COLUMNS))
     problems = []

@@ -18,10 +18,18 @@ from ringcast.trace.conform import conform_table
 from ringcast.trace.jsonl import parse_jsonl
 from ringcast.trace.messages import first_line
 from ringcast.trace.partitions import partition_values
-from ringcast.trace.schema import COLUMNS, PROTOCOL_KEY, SCHEMA
+from ringcast.trace.schema import COLUMNS, PROTOCOL_KEY, SCHEMA, VERSION_KEY
 from ringcast.trace.validate import TraceSchemaError, validate_table
 
-__all__ = ["SUFFIXES", "find_trace_files", "read_trace", "schema_protocol", "trace_protocol"]
+__all__ = [
+    "SUFFIXES",
+    "find_trace_files",
+    "read_trace",
+    "schema_protocol",
+    "schema_version",
+    "trace_protocol",
+    "trace_version",
+]
 
 SUFFIXES: tuple[str, ...] = (".parquet", ".jsonl")
 """File name endings :func:`read_trace` reads (case-insensitive)."""
@@ -39,13 +47,14 @@ def read_trace(
     skipping files and directories whose names start with ``.`` or ``_`` (Spark's
     ``_SUCCESS``, ``_temporary``, ``.crc`` files). Compatible types are cast (e.g. an
     ``int32`` ``t`` to ``int64``), columns not in the schema are dropped, and a value
-    missing from a JSON Lines row is null.
+    missing from a JSON Lines row is null. A trace of an earlier format version reads
+    with the columns added since null (``network`` in a version 1 trace).
 
     Hive partition directories (``protocol=totem/scenario=s1/part-0.parquet``): a
     partition whose key is a schema column fills that column when the file lacks it
     (Spark moves ``partitionBy`` columns out of the files). Other partition keys are
     dropped, unless ``keep_partitions=True``: then each becomes an extra ``string``
-    column after the schema's twelve, in order of first appearance, null for files
+    column after the schema's columns, in order of first appearance, null for files
     outside that partition.
 
     ``check_order=True`` also checks that ``i`` strictly increases per run and node.
@@ -93,6 +102,34 @@ def schema_protocol(schema: pa.Schema) -> str | None:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
+        return None
+
+
+def trace_version(path: str | Path) -> int | None:
+    """The format version a Parquet trace file gives in its metadata
+    (:data:`~ringcast.trace.schema.VERSION_KEY`), or None: a file of version 1 (written
+    before the key existed), one written by another writer (Spark's sweep output), or a
+    JSON Lines file. Reads the footer only; the reader itself goes by the columns a
+    file holds, not by this number.
+
+    Raises :class:`TraceSchemaError` naming the file when it is not readable Parquet.
+    """
+    file = Path(path)
+    if file.suffix.lower() != ".parquet":
+        return None
+    try:
+        schema = pq.read_schema(file)
+    except _READ_ERRORS as exc:
+        raise TraceSchemaError(f"{path}: not a readable Parquet file ({first_line(exc)})") from None
+    return schema_version(schema)
+
+
+def schema_version(schema: pa.Schema) -> int | None:
+    """The format version named in ``schema``'s metadata (a Parquet trace file's), or None."""
+    raw = (schema.metadata or {}).get(VERSION_KEY.encode())
+    try:
+        return int(raw) if raw else None
+    except ValueError:
         return None
 
 

@@ -1,17 +1,104 @@
-"""Building trace rows from protocol records: column fields and canonical ``detail`` JSON."""
+"""Building trace rows: a host's trace sink, protocol records split into column fields
+and canonical ``detail`` JSON."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ringcast.trace.schema import Row
 
-__all__ = ["RECORD_COLUMNS", "canonical_json", "encode_detail", "host_detail", "make_row"]
+__all__ = [
+    "RECORD_COLUMNS",
+    "TraceSink",
+    "canonical_json",
+    "encode_detail",
+    "host_detail",
+    "make_row",
+    "record_columns",
+]
 
 RECORD_COLUMNS: tuple[str, ...] = ("msg", "order", "view", "members", "transitional", "size")
-"""Record fields with these names fill the trace column of that name, not ``detail``."""
+"""Record fields with these names fill the trace column of that name, not ``detail``.
+(A field named ``network`` stays in ``detail``: that column is the host's, the network
+a packet travelled on.)"""
+
+
+class TraceSink:
+    """One node's trace rows: the one place a host's trace row is spelled.
+
+    :meth:`add` takes the event columns (``t``, ``kind`` and, by name or in order,
+    ``msg`` .. ``network``), supplies ``run``, ``node`` and ``i``, and appends the row
+    (a plain tuple in :class:`~ringcast.trace.schema.Row`'s column order) to
+    :attr:`rows`, a list the owner reads and may swap for an empty one. The effect
+    interpreter writes through it, and so do the hosts for their own rows: the
+    simulator's recorder (all nodes of a run share one list, so rows stay in event
+    order) and the runtime's rotating trace log.
+
+    ``index`` gives each row's ``i`` (a counter; the runtime's survives restarts);
+    ``clock``, when given, stamps ``t`` instead of the host's time (the runtime's
+    wall clock); ``on_full`` is called once :attr:`rows` holds ``limit`` rows.
+    """
+
+    __slots__ = ("clock", "index", "limit", "node", "on_full", "rows", "run")
+
+    def __init__(
+        self,
+        run: str,
+        node: str,
+        rows: list[tuple[Any, ...]] | None = None,
+        *,
+        index: Callable[[], int],
+        clock: Callable[[], int] | None = None,
+        limit: int = sys.maxsize,
+        on_full: Callable[[], None] | None = None,
+    ):
+        self.run = run
+        self.node = node
+        self.rows: list[tuple[Any, ...]] = [] if rows is None else rows
+        self.index = index
+        self.clock = clock
+        self.limit = limit
+        self.on_full = on_full
+
+    def add(
+        self,
+        t: int,
+        kind: str,
+        msg: str | None = None,
+        order: str | None = None,
+        view: str | None = None,
+        members: list[str] | None = None,
+        transitional: bool | None = None,
+        size: int | None = None,
+        detail: str | None = None,
+        network: int | None = None,
+    ) -> None:
+        """One row: ``t`` the host's time of the event, ``detail`` JSON text (or None),
+        ``network`` the network a packet travelled on (None for other events)."""
+        clock = self.clock
+        rows = self.rows
+        rows.append(
+            (
+                self.run,
+                self.node,
+                t if clock is None else clock(),
+                self.index(),
+                kind,
+                msg,
+                order,
+                view,
+                members,
+                transitional,
+                size,
+                detail,
+                network,
+            )
+        )
+        if len(rows) >= self.limit and self.on_full is not None:
+            self.on_full()
 
 
 def encode_detail(fields: Mapping[str, Any] | None) -> str | None:
@@ -56,33 +143,39 @@ def canonical_json(value: Any) -> str:
     )
 
 
+def record_columns(
+    fields: Mapping[str, Any],
+    encode: Callable[[Mapping[str, Any] | None], str | None] = host_detail,
+) -> tuple[dict[str, Any], str | None]:
+    """A protocol record's ``fields`` split into trace columns and the ``detail`` JSON.
+
+    Fields named like a column (:data:`RECORD_COLUMNS`) fill it (``members`` as a list
+    of strings, ``view`` as a string); every other field, including one named like the
+    fixed columns (``node``, ``t``, ...), goes to ``detail`` through ``encode``
+    (:func:`host_detail`, which never raises, for the hosts; :func:`encode_detail`,
+    which refuses what JSON cannot hold, for :func:`make_row`).
+    """
+    cols = {k: fields[k] for k in RECORD_COLUMNS if k in fields}
+    rest = {k: v for k, v in fields.items() if k not in cols} if cols else fields
+    members = cols.get("members")
+    if members is not None:
+        cols["members"] = [str(m) for m in members]
+    view = cols.get("view")
+    if view is not None:
+        cols["view"] = str(view)
+    return cols, encode(rest)
+
+
 def make_row(
     run: str, node: str, t: int, i: int, kind: str, fields: Mapping[str, Any] | None = None
 ) -> Row:
-    """A :class:`Row` from a protocol record: ``kind`` and its ``fields``.
-
-    Fields named like a trace column (:data:`RECORD_COLUMNS`) fill that column
-    (``members`` becomes a list); every other field, including one named like the
-    fixed columns (``node``, ``t``, ...), goes to ``detail`` through
-    :func:`encode_detail`.
-    """
+    """A :class:`Row` from a protocol record: ``kind`` and its ``fields``, split as the
+    hosts split a ``Record`` (:func:`record_columns`), ``detail`` through
+    :func:`encode_detail`."""
     if not fields:
         return Row(run, node, t, i, kind)
-    members = fields.get("members")
-    return Row(
-        run,
-        node,
-        t,
-        i,
-        kind,
-        fields.get("msg"),
-        fields.get("order"),
-        fields.get("view"),
-        None if members is None else list(members),
-        fields.get("transitional"),
-        fields.get("size"),
-        encode_detail({k: v for k, v in fields.items() if k not in RECORD_COLUMNS}),
-    )
+    cols, detail = record_columns(fields, encode_detail)
+    return Row(run, node, t, i, kind, detail=detail, **cols)
 
 
 def _lenient_default(value: object) -> object:

@@ -11,7 +11,18 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
-__all__ = ["COLUMNS", "NON_NULL", "NULLABLE", "PROTOCOL_KEY", "REQUIRED", "SCHEMA", "Row"]
+__all__ = [
+    "ADDED_COLUMNS",
+    "COLUMNS",
+    "NON_NULL",
+    "NULLABLE",
+    "PROTOCOL_KEY",
+    "REQUIRED",
+    "SCHEMA",
+    "TRACE_VERSION",
+    "VERSION_KEY",
+    "Row",
+]
 
 SCHEMA: pa.Schema = pa.schema(
     [
@@ -27,21 +38,32 @@ SCHEMA: pa.Schema = pa.schema(
         pa.field("transitional", pa.bool_()),
         pa.field("size", pa.int32()),
         pa.field("detail", pa.string()),
+        pa.field("network", pa.int32()),
     ]
 )
 """The trace columns, names, types and order. ``run``..``kind`` never hold nulls."""
 
+TRACE_VERSION = 2
+"""The version of the trace format the writers write. 1: the twelve columns ``run`` ..
+``detail``; 2: ``network`` added (the network a packet travelled on)."""
+
+ADDED_COLUMNS: dict[str, int] = {"network": 2}
+"""Columns added after version 1, with the version that added them. A trace of an
+earlier version lacks them; it is read with the column null in every row."""
+
 COLUMNS: tuple[str, ...] = tuple(SCHEMA.names)
 """The column names in schema order."""
 
-REQUIRED: tuple[str, ...] = COLUMNS
-"""The columns a reader insists on: all of them (extra columns are accepted and ignored)."""
+REQUIRED: tuple[str, ...] = tuple(c for c in COLUMNS if c not in ADDED_COLUMNS)
+"""The columns a reader insists on: those of version 1 (a column added later, when
+absent, reads as null; extra columns are accepted and ignored)."""
 
 NON_NULL: tuple[str, ...] = tuple(f.name for f in SCHEMA if not f.nullable)
 """The columns that must hold a value in every row: run, node, t, i, kind."""
 
 NULLABLE: tuple[str, ...] = tuple(f.name for f in SCHEMA if f.nullable)
-"""The columns that may be null: msg, order, view, members, transitional, size, detail."""
+"""The columns that may be null: msg, order, view, members, transitional, size, detail,
+network."""
 
 
 PROTOCOL_KEY = "ringcast.protocol"
@@ -49,6 +71,12 @@ PROTOCOL_KEY = "ringcast.protocol"
 runs come from (written by :class:`~ringcast.trace.writer.ParquetTraceWriter` when
 given one; read by :func:`~ringcast.trace.reader.trace_protocol`). A file without it
 (written before the key existed, or by another writer) names no protocol."""
+
+VERSION_KEY = "ringcast.trace_version"
+"""The Parquet key-value metadata key under which a trace file written by
+:class:`~ringcast.trace.writer.ParquetTraceWriter` gives its format version
+(:data:`TRACE_VERSION`, as decimal text; read by
+:func:`~ringcast.trace.reader.trace_version`). Files of version 1 have no such key."""
 
 
 class Row(NamedTuple):
@@ -70,3 +98,4 @@ class Row(NamedTuple):
     transitional: bool | None = None
     size: int | None = None
     detail: str | None = None
+    network: int | None = None

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ringcast.trace.arrowtypes import same_type, type_name
-from ringcast.trace.schema import NON_NULL, REQUIRED, SCHEMA
+from ringcast.trace.schema import COLUMNS, NON_NULL, REQUIRED, SCHEMA
 
 __all__ = ["TraceSchemaError", "presence_problems", "schema_problems", "validate_table"]
 
@@ -26,9 +26,11 @@ def validate_table(
 ) -> None:
     """Raise :class:`TraceSchemaError` unless ``table`` conforms to :data:`SCHEMA`.
 
-    Checks that every column of the schema is present (extra columns are ignored,
-    column order is not checked), that each has exactly the schema's type (a list's
-    item field name is not compared), and that ``run``, ``node``, ``t``, ``i`` and
+    Checks that every column of the schema is present (a column added after version 1,
+    :data:`~ringcast.trace.schema.ADDED_COLUMNS`, may be absent: the table is a trace
+    of an earlier version; extra columns are ignored, column order is not checked),
+    that each has exactly the schema's type (a list's item field name is not
+    compared), and that ``run``, ``node``, ``t``, ``i`` and
     ``kind`` hold no nulls. The message names every missing column (alphabetically),
     every mistyped column with the type found and the type expected, and every
     column with nulls, all prefixed by ``source``.
@@ -64,13 +66,16 @@ def schema_problems(schema: pa.Schema) -> list[str]:
 
 
 def presence_problems(schema: pa.Schema) -> list[str]:
-    """The missing (alphabetically) and repeated schema columns of ``schema`` (empty if none)."""
+    """The missing (alphabetically) and repeated schema columns of ``schema`` (empty if none).
+
+    A column added after version 1 is not missing when absent (a trace of an earlier
+    version)."""
     names = set(schema.names)
     problems: list[str] = []
     missing = sorted(name for name in REQUIRED if name not in names)
     if missing:
         problems.append("missing columns: " + ", ".join(missing))
-    for name in REQUIRED:
+    for name in COLUMNS:
         if schema.names.count(name) > 1:
             problems.append(f"column '{name}' appears more than once")
     return problems

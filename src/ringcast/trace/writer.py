@@ -1,6 +1,6 @@
 """Trace writers: Parquet for runs, JSON Lines for humans; byte-identical for identical rows.
 
-A writer accepts rows (:class:`~ringcast.trace.schema.Row` or plain 12-tuples), column
+A writer accepts rows (:class:`~ringcast.trace.schema.Row` or plain 13-tuples), column
 lists, or Arrow record batches, in any mix and any chunking. It cuts the stream into
 groups of exactly ``batch_rows`` rows (the last one may be shorter) whatever the call
 boundaries were, so the output depends only on the sequence of rows written.
@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from ringcast.trace.conform import conform_table
 from ringcast.trace.convert import columns_to_table, rows_to_table
-from ringcast.trace.schema import COLUMNS, PROTOCOL_KEY, SCHEMA, Row
+from ringcast.trace.schema import COLUMNS, PROTOCOL_KEY, SCHEMA, TRACE_VERSION, VERSION_KEY, Row
 from ringcast.trace.validate import validate_table
 
 __all__ = [
@@ -55,6 +55,7 @@ PARQUET_DICTIONARY_COLUMNS: tuple[str, ...] = (
     "members",
     "transitional",
     "size",
+    "network",
 )
 """Columns with few distinct values, dictionary-encoded; ``msg`` and ``detail`` are plain."""
 
@@ -95,7 +96,7 @@ class TraceWriter(ABC):
         return self._closed
 
     def write(self, rows: Iterable[Row | tuple[Any, ...]]) -> None:
-        """Append ``rows``, each a :class:`Row` or a tuple of the 12 column values in order.
+        """Append ``rows``, each a :class:`Row` or a tuple of the 13 column values in order.
 
         A bad row raises :class:`~ringcast.trace.validate.TraceSchemaError` naming its
         index (counted from the first row given to this writer) when its group is
@@ -118,7 +119,8 @@ class TraceWriter(ABC):
             self._convert_rows()
 
     def write_columns(self, columns: Mapping[str, Sequence[Any]]) -> None:
-        """Append rows given column-wise: every schema column name to its list of values."""
+        """Append rows given column-wise: every schema column name to its list of values
+        (a column added after version 1, such as ``network``, may be left out: null)."""
         self._check_open()
         self._convert_rows()
         table = columns_to_table(columns, self._source, self._converted)
@@ -214,7 +216,8 @@ class ParquetTraceWriter(TraceWriter):
     The file is deterministic: fixed settings (zstd level 1, dictionary encoding for
     :data:`PARQUET_DICTIONARY_COLUMNS`, delta encoding for ``t`` and ``i``, data page
     format 1.0, statistics on, no page index or checksums), no timestamps; the only
-    metadata is the Arrow schema, the writing library's ``created_by`` string and, when
+    metadata is the Arrow schema, the writing library's ``created_by`` string, the
+    format version under :data:`~ringcast.trace.schema.VERSION_KEY` and, when
     ``protocol`` is given, the protocol's name under :data:`~ringcast.trace.schema.
     PROTOCOL_KEY` (so that the file says which protocol's claims it is checked for).
     The same rows and protocol give the same bytes with the same pyarrow version.
@@ -248,18 +251,20 @@ class ParquetTraceWriter(TraceWriter):
 
 
 def file_schema(protocol: str | None) -> pa.Schema:
-    """:data:`SCHEMA` with the protocol's name as key-value metadata (none without)."""
-    if protocol is None:
-        return SCHEMA
-    if not isinstance(protocol, str) or not protocol:
-        raise ValueError(f"protocol must be a non-empty string, got {protocol!r}")
-    return SCHEMA.with_metadata({PROTOCOL_KEY: protocol})
+    """:data:`SCHEMA` with the key-value metadata of a trace file: the format version
+    and, when given, the protocol's name."""
+    metadata = {VERSION_KEY: str(TRACE_VERSION)}
+    if protocol is not None:
+        if not isinstance(protocol, str) or not protocol:
+            raise ValueError(f"protocol must be a non-empty string, got {protocol!r}")
+        metadata[PROTOCOL_KEY] = protocol
+    return SCHEMA.with_metadata(metadata)
 
 
 class JsonlTraceWriter(TraceWriter):
     """Writes a trace as JSON Lines: one object a row, UTF-8, ``\\n`` line ends.
 
-    Every object has all 12 keys in column order (nulls as ``null``), compact
+    Every object has all 13 keys in column order (nulls as ``null``), compact
     separators ``,`` and ``:``, non-ASCII text as is; ``detail`` stays a JSON string,
     ``members`` is a JSON array. JSON Lines has no place for metadata, so a JSON Lines
     trace names no protocol (a ``summary.json`` beside it or the lab's ``--protocol``
