@@ -31,20 +31,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.protocols.raincore import checks
-from tests.protocols.raincore.hostile import TOKEN_TIMEOUT, hostile_run, safety
+from tests.protocols.raincore.hostile import (
+    SETTLE_BOUND,
+    TOKEN_TIMEOUT,
+    hostile_run,
+    liveness,
+    mild,
+    safety,
+)
 from tests.protocols.soakrun import parse_seeds
 
 from ringcast.sim import Simulation
 from ringcast.sim.hostile import HostileRun
 
-BOUND = 10.0
-"""Token timeouts from the last fault to a settled group ("Liveness under sustained
-loss" in docs/protocols/raincore.md)."""
-
-
-def mild(run: HostileRun) -> bool:
-    """Loss of at most 20% and no asymmetric link: where issue 24 requires convergence."""
-    return run.scenario.network.loss <= 0.2 and not run.scenario.network.links
+BOUND = SETTLE_BOUND / TOKEN_TIMEOUT
 
 
 def network_class(run: HostileRun) -> str:
@@ -75,12 +75,9 @@ def one(seed: int) -> Result:
     rows = Simulation(run.scenario, seed=seed).run().events()
     found = safety(rows, run.scenario.duration)
     regress = len(checks.fence_regressions(rows))
-    end, quiet = run.scenario.duration, run.quiet_from
-    at = checks.settled_at(rows, set(run.live), quiet, end)
-    settle = None if at is None else (at - quiet) / TOKEN_TIMEOUT
-    spans = checks.unsettled_spans(rows, set(run.live), end)
-    worst = max((b - max(a, quiet) for a, b in spans if b > quiet), default=0) / TOKEN_TIMEOUT
-    return seed, found, regress, settle, worst, network_class(run)
+    at, worst = liveness(rows, run)
+    settle = None if at is None else at / TOKEN_TIMEOUT
+    return seed, found, regress, settle, worst / TOKEN_TIMEOUT, network_class(run)
 
 
 def main() -> int:

@@ -14,7 +14,7 @@ from ringcast.sim import Simulation, load_scenario
 from ringcast.sim.scenario import Scenario
 
 from . import checks
-from .hostile import TOKEN_TIMEOUT, safety
+from .hostile import SETTLE_BOUND, safety
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios" / "raincore"
 REGRESSIONS = {
@@ -24,9 +24,6 @@ REGRESSIONS = {
     "regress_exactly_half_lock": "mutual_exclusion",
     "regress_911_universe": "convergence",
 }
-SETTLE_BOUND = 10 * TOKEN_TIMEOUT
-"""Every unsettled period ends within 10 token timeouts ("Liveness under sustained
-loss" in docs/protocols/raincore.md)."""
 
 
 def live_and_quiet(sc: Scenario) -> tuple[set[str], int]:
