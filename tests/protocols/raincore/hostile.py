@@ -15,6 +15,10 @@ from . import checks
 TOKEN_TIMEOUT = 120 * MS
 """Raincore's token timeout is ``hungry_timeout``."""
 
+SETTLE_BOUND = 10 * TOKEN_TIMEOUT
+"""Every unsettled period ends within 10 token timeouts ("Liveness under sustained
+loss" in docs/protocols/raincore.md)."""
+
 SETTINGS: dict[str, Any] = {
     "eating_timeout": "2ms",
     "hungry_timeout": "120ms",
@@ -28,6 +32,24 @@ SETTINGS: dict[str, Any] = {
 
 def hostile_run(seed: int, **kw: Any) -> HostileRun:
     return hostile_scenario(seed, "raincore", token_timeout=TOKEN_TIMEOUT, settings=SETTINGS, **kw)
+
+
+def mild(run: HostileRun) -> bool:
+    """Loss of at most 20% and no asymmetric link: where issue 24 requires convergence."""
+    return run.scenario.network.loss <= 0.2 and not run.scenario.network.links
+
+
+def liveness(rows: list[dict[str, Any]], run: HostileRun) -> tuple[int | None, int]:
+    """(the time from the last fault until the live nodes are settled -- all in
+    Agreement on one view of exactly themselves -- or None if they never are; the
+    longest unsettled period from the last fault on, a period open at the end counted
+    with its length so far), in ns. The loss goes on after the last fault, so a false
+    failure-on-delivery may unsettle the group again: the bound is per period."""
+    end, quiet, live = run.scenario.duration, run.quiet_from, set(run.live)
+    at = checks.settled_at(rows, live, quiet, end)
+    spans = checks.unsettled_spans(rows, live, end)
+    worst = max((b - max(a, quiet) for a, b in spans if b > quiet), default=0)
+    return (None if at is None else at - quiet), worst
 
 
 def safety(rows: list[dict[str, Any]], end_t: int) -> dict[str, list[str]]:

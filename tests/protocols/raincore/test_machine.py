@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from ringcast.core.effects import Deliver, InstallView, LockGranted, LockReleased, Send
-from ringcast.core.events import LockRelease, LockRequest, Received, SendFailed, Submit
+from ringcast.core.events import (
+    LockRelease,
+    LockRequest,
+    Received,
+    SendFailed,
+    Submit,
+    TimerFired,
+)
 from ringcast.core.machine import MachineContext
 from ringcast.protocols.raincore import SETTINGS, RaincoreMachine, RaincoreSettings
 from ringcast.protocols.raincore._messages import (
@@ -181,6 +188,46 @@ def test_a_node_in_no_group_rejects_a_911() -> None:
     out = lonely.handle(Received("F", call), 0)
     (send,) = [e for e in out if type(e) is Send]
     assert send.dst == "F" and send.msg.status is Status.REJECT
+
+
+def test_a_node_in_no_group_lets_a_regeneration_911_through() -> None:
+    # Decision 3: E, in the universe but in no group, holds no token that could be
+    # newer than a member's: it passes a regeneration 911 on (and a join request of a
+    # node with no token either still gets REJECT).
+    lonely = RaincoreMachine(
+        MachineContext("E", ("A", "B", "C"), ("A", "B", "C", "E"), joining=True),
+        RaincoreSettings.from_mapping({k: v.default for k, v in SETTINGS.items()}),
+    )
+    call = Msg911(NINE11_SIGNATURE, ("A", "B", "E", "C"), 2, 2, 0, 30, Status.YES)
+    (send,) = [e for e in lonely.handle(Received("B", call), 0) if type(e) is Send]
+    assert send.dst == "C" and send.msg.status is Status.YES
+    join = Msg911(NINE11_SIGNATURE, ("A", "E"), 1, 1, 0, 0, Status.YES)
+    (send,) = [e for e in lonely.handle(Received("A", join), 0) if type(e) is Send]
+    assert send.dst == "A" and send.msg.status is Status.REJECT
+
+
+def test_911_route_is_the_last_view_then_the_rest_of_the_universe() -> None:
+    # Decision 4: A's lastGlobalView is (A, B) but the universe is {A, B, C}: its 911
+    # goes on to C, where a majority (A, C) can still be found.
+    a = _starving("A", 30)
+    a.globalView[2] = ("A", "B")
+    a.globalViewNumber = 2
+    (send,) = [e for e in a.handle(TimerFired("rc:starving"), 0) if type(e) is Send]
+    assert send.dst == "B" and send.msg.nodelist == ("A", "B", "C")
+
+
+def test_starving_node_votes_on_a_911_from_outside_its_last_view() -> None:
+    # C starved with lastGlobalView (A, B, C) while A and B committed (A, B): to A,
+    # starving too, C is not in its last view. A still judges C's 911 by the token
+    # numbers: a newer token is let through, an older one vetoed (and C is queued to
+    # rejoin either way).
+    for seq, status, dst in ((31, Status.YES, "B"), (29, Status.NO, "C")):
+        a = _starving("A", 30)
+        a.globalView[2] = ("A", "B")
+        call = Msg911(NINE11_SIGNATURE, ("C", "A", "B"), 1, 1, 0, seq, Status.YES)
+        (send,) = [e for e in a.handle(Received("C", call), 0) if type(e) is Send]
+        assert send.dst == dst and send.msg.status is status
+        assert a.newNodes == ["C"]
 
 
 def test_restarted_node_keeps_its_state_and_starves() -> None:

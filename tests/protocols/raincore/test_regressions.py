@@ -1,6 +1,8 @@
 """The smallest failing runs of issue 24, bundled as ``scenarios/raincore/regress_*.toml``
 and run with their own seed: each failed on the code before the fix (the property
-listed with it), and keeps every safety property now."""
+listed with it), and keeps every safety property now. A liveness regression
+("convergence") failed to settle after its last fault; it must now settle within the
+bound of docs/protocols/raincore.md, stated in token timeouts."""
 
 from __future__ import annotations
 
@@ -9,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from ringcast.sim import Simulation, load_scenario
+from ringcast.sim.scenario import Scenario
 
-from .hostile import safety
+from . import checks
+from .hostile import SETTLE_BOUND, safety
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios" / "raincore"
 REGRESSIONS = {
@@ -18,7 +22,20 @@ REGRESSIONS = {
     "regress_split_brain_1of2": "view_agreement",
     "regress_total_order_heal": "total_order",
     "regress_exactly_half_lock": "mutual_exclusion",
+    "regress_911_universe": "convergence",
 }
+
+
+def live_and_quiet(sc: Scenario) -> tuple[set[str], int]:
+    """The nodes up at the end (a crash without a later restart is for good) and when
+    the last fault happened."""
+    live = set(sc.nodes)
+    for action in sorted(sc.nemesis, key=lambda a: a.at):
+        if action.action == "crash" and action.node is not None:
+            live.discard(action.node)
+        elif action.action == "restart" and action.node is not None:
+            live.add(action.node)
+    return live, max((a.at for a in sc.nemesis), default=0)
 
 
 def test_every_bundled_regression_is_listed() -> None:
@@ -43,3 +60,15 @@ def test_split_brain_scenario_commits_one_membership_per_index() -> None:
     assert all(len(m) == 1 for m in by_index.values()), by_index
     # the two-member ring (C, B) of the old run was committed without A's signature
     assert ("C", "B") not in {m for ms in by_index.values() for m in ms}
+
+
+@pytest.mark.parametrize("name", sorted(n for n, p in REGRESSIONS.items() if p == "convergence"))
+def test_liveness_regression_settles_within_the_bound(name: str) -> None:
+    sc = load_scenario(SCENARIOS / f"{name}.toml")
+    rows = Simulation(sc, seed=sc.seed).run().events()
+    live, quiet = live_and_quiet(sc)
+    settled = checks.settled_at(rows, live, quiet, sc.duration)
+    assert settled is not None, f"{sorted(live)} never settled after {quiet / 1e6:.0f} ms"
+    assert settled - quiet <= SETTLE_BOUND
+    # and it stays settled to the end: no node leaves the agreed ring again
+    assert all(b <= settled for _, b in checks.unsettled_spans(rows, live, sc.duration))

@@ -461,30 +461,45 @@ class RaincoreMachine:
             return [Record.of("911", op="answer", status=m.status.name, seq=m.sequence_number)]
         if m.status is not Status.YES:
             return [_drop("911 answer for another node", orig=orig)]
-        alive_here = self.tokenState is not TokenState.STARVING
-        if orig in self.lastGlobalView:
-            out: list[Effect] = []
-            if alive_here and orig not in self.localView:
-                out.extend(self._queue_new_node(orig))  # Decision: a dropped member rejoins
-            veto = (
-                m.sequence_number < self.lastTokenSeq
-                or (m.sequence_number == self.lastTokenSeq and me > orig)
-                or alive_here  # Decision: "If the token has not been lost" -> NO
-            )
-            if veto:
+        if not (self.lastGlobalView or self.localView):
+            # Decision 3: a node in no group answers a join request (the originator has
+            # no token either) with REJECT; a regeneration 911 of a node of the universe
+            # it lets through: it holds no token that could be newer.
+            if m.sequence_number == 0 or orig not in self.universe:
+                return self._answer_911(m, Status.REJECT)
+            return self._let_911_through(now, m)
+        member = orig in self.lastGlobalView
+        out: list[Effect] = []
+        if self.tokenState is not TokenState.STARVING:
+            # Decision 2: "If the token has not been lost" (this node has it or expects
+            # it) -> NO; an originator missing from the ring is queued to (re)join.
+            if orig not in self.localView:
+                out.extend(self._queue_new_node(orig))
+            if member:
                 out.extend(self._answer_911(m, Status.NO))
-            else:
-                # Decision: letting the 911 through is a vote for its originator; this
-                # node's own 911 coming back YES must not regenerate a second token.
-                self.yieldedUntil = now + self.settings.hungry_timeout
-                nxt = (m.current + 1) % len(m.nodelist)
-                out.extend(self._send_911_msg(m.with_(destination=nxt)))
             return out
-        if self.lastGlobalView or self.localView:
-            # "Queue it up onto the newNode queue, to be joined into the cluster."
-            return self._queue_new_node(orig)
-        # Decision: a node that is itself in no group answers REJECT.
-        return self._answer_911(m, Status.REJECT)
+        if not member:
+            # "Queue it up onto the newNode queue" (added once this node eats again) ...
+            out.extend(self._queue_new_node(orig))
+            if orig not in self.universe:
+                return out
+        # ... and, starving itself, judge it as a regeneration 911 whether or not the
+        # originator is in this node's lastGlobalView (decision 4: the route covers the
+        # universe, and the last views of two starving nodes may differ).
+        veto = m.sequence_number < self.lastTokenSeq or (
+            m.sequence_number == self.lastTokenSeq and me > orig
+        )
+        if veto:
+            return out + self._answer_911(m, Status.NO)
+        return out + self._let_911_through(now, m)
+
+    def _let_911_through(self, now: int, m: Msg911) -> list[Effect]:
+        """Pass the 911 on to the next node of its route. Decision 20: letting it through
+        is a vote for its originator; this node's own 911 coming back YES must not
+        regenerate a second token."""
+        self.yieldedUntil = now + self.settings.hungry_timeout
+        nxt = (m.current + 1) % len(m.nodelist)
+        return self._send_911_msg(m.with_(destination=nxt))
 
     def _queue_new_node(self, node: NodeId) -> list[Effect]:
         if node not in self.newNodes:
@@ -687,7 +702,11 @@ class RaincoreMachine:
         me = self.node_id
         view = self.lastGlobalView
         if view:
+            # Decision 4: the lastGlobalView from this node, then the rest of the
+            # universe: the primary component is counted over the universe, so the
+            # voters of a regeneration must be sought there too.
             route = route_from(view, me)
+            route += tuple(n for n in route_from(self.universe, me) if n not in route)
         else:
             if not self.contacts:
                 return []
