@@ -142,6 +142,7 @@ class GmsMachine:
         self.rng = random.Random(ctx.seed)
         self.boot = int(ctx.storage.get(BOOTS_KEY, b"0")) + 1
         self.max_counter = int(ctx.storage.get(COUNTER_KEY, b"0"))
+        self.stored_counter = self.max_counter  # the counter in stable storage
         self.joining = ctx.joining or self.boot > 1 or ctx.node_id not in ctx.members
         self.initial = tuple(ctx.members)
         self.state = St.DISCOVERING if self.joining else St.PARTICIPANT
@@ -283,9 +284,7 @@ class GmsMachine:
     def _send_join(self, src: str, arg: Any, out: list[Effect]) -> None:
         if not self.responses:
             # Nobody answered: the first member of a new group (a merge joins it later).
-            self.max_counter += 1
-            v = GView(self.node_id, self.max_counter, (self.node_id,))
-            out.append(Persist(COUNTER_KEY, str(self.max_counter).encode()))
+            v = GView(self.node_id, self._next_counter(out), (self.node_id,))
             out.append(Record.of("singleton", reason="no answer to FIND_MBRS"))
             self._install(v, out)
             return
@@ -335,6 +334,7 @@ class GmsMachine:
         """Install ``v`` at this node (it is a member of it)."""
         self.view = v
         self.max_counter = max(self.max_counter, v.counter)
+        self._store_counter(out)
         self.installed[v.view_id] = v
         if len(self.installed) > KEEP_INSTALLED:
             del self.installed[next(iter(self.installed))]
@@ -360,8 +360,17 @@ class GmsMachine:
 
     def _next_counter(self, out: list[Effect], *floor: int) -> int:
         self.max_counter = max(self.max_counter, *floor, 0) + 1
-        out.append(Persist(COUNTER_KEY, str(self.max_counter).encode()))
+        self._store_counter(out)
         return self.max_counter
+
+    def _store_counter(self, out: list[Effect]) -> None:
+        """Keep the largest counter seen in stable storage, so that no incarnation of
+        this node creates a view id an earlier one created. Every id this node creates
+        passes through here, the initial view ``members[0]:1`` too (its creator made it
+        without casting it): a restart that read 0 would create ``A:1`` again."""
+        if self.max_counter > self.stored_counter:
+            self.stored_counter = self.max_counter
+            out.append(Persist(COUNTER_KEY, str(self.max_counter).encode()))
 
     def _cast(
         self,
