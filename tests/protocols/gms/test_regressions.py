@@ -19,3 +19,32 @@ def test_a_restarted_creator_does_not_reuse_the_boot_view_id(mode: str) -> None:
     assert singles[0]["view"] == "A:2"
     assert checks.safety(rows) == []
     assert checks.convergence(rows, {"A", "B"}) == []
+
+
+STALE = "regress_stale_coordinator"
+LOST_REQS = "regress_lost_merge_requests"
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_coordinator_merges_with_members_that_moved_on(seed: int) -> None:
+    """A still lists B and C, who committed B:2 without it: A merges A:1 and B:2."""
+    rows = run(STALE, "two_phase", seed=seed)
+    assert checks.safety(rows) == []
+    assert checks.records(rows, "view", "A")[0]["view"] == "A:1"
+    assert {r["node"] for r in rows if r["kind"] == "view" and r["view"] == "B:2"} == {"B", "C"}
+    merges = checks.records(rows, "merge", "A")
+    assert merges
+    assert {g["view"] for g in merges[0]["detail"]["subgroups"]} == {"A:1", "B:2"}
+    assert checks.convergence(rows, {"A", "B", "C"}) == []
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_lost_merge_requests_are_asked_again(seed: int) -> None:
+    """The first eight MERGE_REQs to C are lost: A asks again within the same attempt,
+    which is never cancelled, and the three singletons merge."""
+    rows = run(LOST_REQS, "two_phase", seed=seed)
+    assert checks.safety(rows) == []
+    assert checks.records(rows, "merge_cancelled") == []
+    assert len(checks.records(rows, "merge_start")) == 1
+    assert len(checks.records(rows, "merge", "A")) == 1
+    assert checks.convergence(rows, {"A", "B", "C"}) == []

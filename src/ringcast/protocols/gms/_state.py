@@ -62,6 +62,7 @@ EVENTS = (
     "status_timer",
     "info_timer",
     "merge_timer",
+    "merge_req_timer",
     "leave_timer",
     "stable_timer",
     "commit_timer",
@@ -106,6 +107,7 @@ def _member_rows(state: St) -> dict[tuple[St, str], Transition[St]]:
         (state, "MERGE_RSP"): _t(IGNORE, *stay),
         (state, "ack_timer"): _t("ack_tick", *stay),
         (state, "merge_timer"): _t("merge_check", *stay, St.INSTALLING, St.COORDINATOR),
+        (state, "merge_req_timer"): _t("merge_req_tick", *stay),
         (state, "join_timer"): _t(IGNORE, *stay),
         (state, "discovery_timer"): _t(IGNORE, *stay),
         (state, "leave_timer"): _t(IGNORE, *stay),
@@ -142,6 +144,7 @@ CLIENT = TransitionTable(
                 "INFO",
                 "stable_timer",
                 "info_timer",
+                "merge_req_timer",
             )
         },
     },
