@@ -211,7 +211,10 @@ def soak(protocol: str, seeds: list[int], quiet: float, jobs: int, bound: float)
     for prop in SAFETY:
         print(f"  {prop}: {by_prop[prop]} {failing.get(prop, [])[:20]}")
     print(f"not converged at the end of the run: {len(not_end)} {[o.seed for o in not_end][:40]}")
-    print(f"  of which never settled after the last fault: {len(never)}")
+    print(
+        f"  of which never settled after the last fault: {len(never)} "
+        f"{[o.seed for o in never][:40]}"
+    )
     for lo, hi in ((0.0, 0.2), (0.2, 0.5), (0.5, 1.0)):
         group = [o for o in outs if lo <= o.worst_link < hi]
         if group:

@@ -48,3 +48,20 @@ def test_lost_merge_requests_are_asked_again(seed: int) -> None:
     assert len(checks.records(rows, "merge_start")) == 1
     assert len(checks.records(rows, "merge", "A")) == 1
     assert checks.convergence(rows, {"A", "B", "C"}) == []
+
+
+UNNOTICED = "regress_coordinator_restarts_unnoticed"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_coordinator_restarted_before_anybody_noticed_joins_again(mode: str) -> None:
+    """Every FIND_MBRS answer names the restarted A coordinator: A does not JOIN itself,
+    it suspects its previous incarnation, B takes over and A joins B's view."""
+    rows = run(UNNOTICED, mode)
+    assert checks.safety(rows) == []
+    assert [r["detail"]["named_by"] for r in checks.records(rows, "previous_incarnation")] == [
+        ["B", "C"]
+    ]
+    assert checks.records(rows, "join", "A")[-1]["detail"]["coordinator"] == "B"
+    assert checks.last_views(rows)["A"][1] == ("B", "C", "A")
+    assert checks.convergence(rows, {"A", "B", "C"}) == []

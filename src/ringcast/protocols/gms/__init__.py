@@ -90,6 +90,7 @@ SPEC = register(
         trace_kinds=(
             "join_attempt",
             "join",
+            "previous_incarnation",
             "join_retry",
             "join_rejected",
             "singleton",

@@ -294,8 +294,24 @@ class GmsMachine:
             e = votes.setdefault(coord, [0, key])
             e[0] += 1
             e[1] = max(e[1], key)
-        coord = max(votes, key=lambda c: (votes[c][0], votes[c][1], c))
         self.state = St.JOINING
+        if self.node_id in votes:
+            # The answers name this node coordinator: their view lists its previous
+            # incarnation (it restarted before anybody suspected it; node ids persist
+            # across restarts, where JGroups would come back with a new UUID that FD
+            # tells apart). Nobody serves a JOIN sent to itself: it tells those members
+            # that incarnation is gone (SUSPECT of itself), so that the next in line
+            # takes over without it, and joins another coordinator if one was named,
+            # else asks again after join_timeout.
+            named_me = sorted(n for n, (c, _) in self.responses.items() if c == self.node_id)
+            out.append(Record.of("previous_incarnation", named_by=named_me))
+            for n in named_me:
+                out.append(Send(n, M.Suspect(self.node_id)))
+            del votes[self.node_id]
+            if not votes:
+                out.append(SetTimer(TIMER_OF["join_timer"], self.join_timeout))
+                return
+        coord = max(votes, key=lambda c: (votes[c][0], votes[c][1], c))
         out.append(Record.of("join", coordinator=coord, attempt=self.join_attempts))
         out.append(Send(coord, M.Join()))
         out.append(SetTimer(TIMER_OF["join_timer"], self.join_timeout))
@@ -698,7 +714,7 @@ class GmsMachine:
             elif view.coord != self.node_id:
                 # restart the second phase: resend COMMIT_VIEW of the view it committed
                 out.append(Record.of("recommit", view=view.view_id))
-                self._resend_view(view.members, out)
+                self._resend_view(tuple(m for m in view.members if m not in self.suspects), out)
         members = [m for m in base.members if m not in self.suspects]
         self._cast(members, out, floor=floor, why="takeover")
 
