@@ -55,13 +55,32 @@ UNNOTICED = "regress_coordinator_restarts_unnoticed"
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_coordinator_restarted_before_anybody_noticed_joins_again(mode: str) -> None:
-    """Every FIND_MBRS answer names the restarted A coordinator: A does not JOIN itself,
-    it suspects its previous incarnation, B takes over and A joins B's view."""
+    """The members that hear the restarted A's FIND_MBRS suspect its previous
+    incarnation; B takes over; A, named coordinator by an answer, does not JOIN itself
+    and joins B's view."""
     rows = run(UNNOTICED, mode)
     assert checks.safety(rows) == []
-    assert [r["detail"]["named_by"] for r in checks.records(rows, "previous_incarnation")] == [
-        ["B", "C"]
-    ]
+    assert {r["detail"]["node"] for r in checks.records(rows, "restarted")} == {"A"}
+    assert {r["node"] for r in checks.records(rows, "restarted")} == {"B", "C"}
+    named = checks.records(rows, "previous_incarnation", "A")
+    assert named and all(set(r["detail"]["named_by"]) <= {"B", "C"} for r in named)
     assert checks.records(rows, "join", "A")[-1]["detail"]["coordinator"] == "B"
     assert checks.last_views(rows)["A"][1] == ("B", "C", "A")
     assert checks.convergence(rows, {"A", "B", "C"}) == []
+
+
+HIDDEN = "regress_restart_hides_dead_coordinator"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_restarted_member_does_not_hide_a_dead_coordinator(mode: str) -> None:
+    """C restarts unnoticed and A dies: B suspects C's previous incarnation on its
+    FIND_MBRS, its FD ring then watches A, B takes over and C joins B."""
+    rows = run(HIDDEN, mode)
+    assert checks.safety(rows) == []
+    assert [(r["node"], r["detail"]["node"]) for r in checks.records(rows, "restarted")] == [
+        ("B", "C")
+    ]
+    assert any(r["detail"]["node"] == "A" for r in checks.records(rows, "suspect", "B"))
+    assert checks.last_views(rows)["C"][1] == ("B", "C")
+    assert checks.convergence(rows, {"B", "C"}) == []

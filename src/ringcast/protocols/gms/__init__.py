@@ -91,6 +91,7 @@ SPEC = register(
             "join_attempt",
             "join",
             "previous_incarnation",
+            "restarted",
             "join_retry",
             "join_rejected",
             "singleton",

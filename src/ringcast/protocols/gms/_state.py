@@ -83,7 +83,7 @@ def _member_rows(state: St) -> dict[tuple[St, str], Transition[St]]:
     stay = (state,)
     view = _VIEW_TARGETS
     return {
-        (state, "FIND_MBRS"): _t("answer_find_mbrs", *stay),
+        (state, "FIND_MBRS"): _t("answer_find_mbrs", *stay, St.COORDINATOR, St.INSTALLING),
         (state, "FIND_MBRS_RSP"): _t(IGNORE, *stay),
         (state, "JOIN_RSP"): _t(IGNORE, *stay),
         (state, "suspected"): _t("fd_suspected", *stay, St.COORDINATOR, St.INSTALLING),
@@ -193,7 +193,7 @@ _COORD = {
     (St.INSTALLING, "commit_timer"): _t("commit_delayed", St.COORDINATOR, St.PARTICIPANT),
 }
 for _s in (St.COORDINATOR, St.INSTALLING):
-    for _e in ("SUSPECT", "suspected", "fd_timer"):
+    for _e in ("SUSPECT", "suspected", "fd_timer", "FIND_MBRS"):
         _COORD[(_s, _e)] = Transition(
             _COORD[(_s, _e)].action, (St.COORDINATOR, St.INSTALLING, St.PARTICIPANT)
         )

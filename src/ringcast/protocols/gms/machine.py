@@ -145,6 +145,9 @@ class GmsMachine:
         self.max_counter = int(ctx.storage.get(COUNTER_KEY, b"0"))
         self.stored_counter = self.max_counter  # the counter in stable storage
         self.joining = ctx.joining or self.boot > 1 or ctx.node_id not in ctx.members
+        # A restarted node never installs a view of counter <= what its earlier
+        # incarnations saw: it may be one they installed, whose messages they delivered.
+        self.past = self.max_counter if self.boot > 1 else 0
         self.initial = tuple(ctx.members)
         self.state = St.DISCOVERING if self.joining else St.PARTICIPANT
         self.view: GView | None = None
@@ -274,7 +277,7 @@ class GmsMachine:
         self.responses = {}
         self.join_attempts += 1
         out.append(Record.of("join_attempt", attempt=self.join_attempts))
-        out.append(Multicast(M.FindMbrs()))
+        out.append(Multicast(M.FindMbrs(self.boot > 1 and self.view is None)))
         out.append(SetTimer(TIMER_OF["discovery_timer"], self.discovery_timeout))
 
     def _on_find_mbrs_rsp(self, src: str, msg: M.FindMbrsRsp, out: list[Effect]) -> None:
@@ -299,21 +302,19 @@ class GmsMachine:
             # The answers name this node coordinator: their view lists its previous
             # incarnation (it restarted before anybody suspected it; node ids persist
             # across restarts, where JGroups would come back with a new UUID that FD
-            # tells apart). Nobody serves a JOIN sent to itself: it tells those members
-            # that incarnation is gone (SUSPECT of itself), so that the next in line
-            # takes over without it, and joins another coordinator if one was named,
-            # else asks again after join_timeout.
+            # tells apart). Nobody serves a JOIN sent to itself. Those members suspect
+            # that incarnation on this FIND_MBRS (restarted), and the next in line takes
+            # over without it: join another coordinator if one was named, else ask
+            # again after join_timeout.
             named_me = sorted(n for n, (c, _) in self.responses.items() if c == self.node_id)
             out.append(Record.of("previous_incarnation", named_by=named_me))
-            for n in named_me:
-                out.append(Send(n, M.Suspect(self.node_id)))
             del votes[self.node_id]
             if not votes:
                 out.append(SetTimer(TIMER_OF["join_timer"], self.join_timeout))
                 return
         coord = max(votes, key=lambda c: (votes[c][0], votes[c][1], c))
         out.append(Record.of("join", coordinator=coord, attempt=self.join_attempts))
-        out.append(Send(coord, M.Join()))
+        out.append(Send(coord, M.Join(self.past)))
         out.append(SetTimer(TIMER_OF["join_timer"], self.join_timeout))
 
     def _join_retry(self, src: str, arg: Any, out: list[Effect]) -> None:
@@ -329,6 +330,8 @@ class GmsMachine:
         v = parse_view(msg.view_id, msg.members)
         if self.node_id not in v:
             raise BadField(f"JoinRsp view {v.view_id} does not list the joiner")
+        if v.counter <= self.past:
+            raise BadField(f"JoinRsp view {v.view_id} is not newer than an earlier incarnation's")
         out.append(CancelTimer(TIMER_OF["join_timer"]))
         if self.mode == "acks":
             out.append(Send(src, M.ViewAck(v.view_id)))
@@ -338,7 +341,7 @@ class GmsMachine:
         v = parse_view(msg.view_id, msg.members)
         if type(msg) is M.ViewMsg:
             out.append(Send(src, M.ViewAck(v.view_id)))
-        if self.node_id in v:
+        if self.node_id in v and v.counter > self.past:
             out.append(CancelTimer(TIMER_OF["join_timer"]))
             self._install(v, out)
 
@@ -560,13 +563,21 @@ class GmsMachine:
 
     # ------------------------------------------------------------ coordinator requests
 
+    def _join_floor(self, msg: M.Join) -> None:
+        """The view that admits the joiner has a counter above its ``floor``."""
+        if type(msg.floor) is not int or not 0 <= msg.floor < 1 << 62:
+            raise BadField(f"JOIN floor {msg.floor!r} is not a counter")
+        self.max_counter = max(self.max_counter, msg.floor)
+
     def _on_join(self, src: str, msg: M.Join, out: list[Effect]) -> None:
+        self._join_floor(msg)
         self.suspects.discard(src)
         self.local_suspects.discard(src)
         self.q_joins.add(src)
         self._process_queue(out)
 
     def _queue_join(self, src: str, msg: M.Join, out: list[Effect]) -> None:
+        self._join_floor(msg)
         self.suspects.discard(src)
         self.q_joins.add(src)
 
@@ -624,6 +635,8 @@ class GmsMachine:
         if self.view is None:
             return
         for m in self._ring_after_me():
+            if m in self.suspects and m not in self.local_suspects:
+                continue  # being excluded already: watch the next one (JGroups' FD too)
             if m not in self.local_suspects:
                 break
             if m in self.announced and not repeat:
@@ -761,7 +774,7 @@ class GmsMachine:
             out.append(Send(src, M.ViewAck(v.view_id)))
             return
         current = self.view.key if self.view is not None else (0, "")
-        if v.key <= current:
+        if v.key <= current or v.counter <= self.past:
             return
         if self.prepared is not None and v.key < self.prepared.key:
             return
@@ -864,6 +877,14 @@ class GmsMachine:
     # ------------------------------------------------------------ discovery answers
 
     def _answer_find_mbrs(self, src: str, msg: M.FindMbrs, out: list[Effect]) -> None:
+        """PING's answer; and a member of this view asking is a restarted node (node ids
+        persist across restarts), so its previous incarnation is gone: SUSPECT it, as
+        JGroups' FD would suspect the old UUID. Otherwise a member restarted before its
+        FD neighbour noticed would stay listed, and the FD ring would watch nobody past
+        it: with the coordinator gone too, every JOIN went to the dead coordinator."""
+        if msg.restarted is True and self.view is not None and src in self.view:
+            out.append(Record.of("restarted", node=src, view=self.view.view_id))
+            self._suspect(src, out)
         assert self.view is not None
         out.append(Send(src, M.FindMbrsRsp(self.view.members[0], self.view.view_id)))
 
