@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ringcast.core.effects import InstallView, Record
-from ringcast.core.events import Received, Start, Submit
+from ringcast.core.events import Received, Start, Submit, TimerFired
 from ringcast.core.machine import MachineContext
 from ringcast.protocols.gms import SPEC, render_mermaid
 from ringcast.protocols.gms import _messages as M
@@ -67,6 +67,8 @@ HOSTILE = [
     M.Stable("A:1", ("A", "B", "C"), 3, (1,)),
     M.Stable("??", ("A",), 3, (1,)),
     M.FindMbrsRsp("", "A:1"),
+    M.Join(-1),
+    M.Join("x"),  # type: ignore[arg-type]
     "not a message at all",
     3.5,
 ]
@@ -87,3 +89,49 @@ def test_malformed_or_foreign_messages_are_dropped_never_crash(mode: str) -> Non
     # and it still works
     out = m.handle(Submit("A:1", b"x", "fifo"), 10_000)
     assert any(type(e).__name__ == "Deliver" for e in out)
+
+
+def _restarted(node: str = "A", counter: int = 5) -> GmsMachine:
+    """``node`` restarting: its earlier incarnation booted once and saw counter 5."""
+    s = SPEC.resolve_settings({})
+    storage = {"gms.boots": b"1", "gms.counter": str(counter).encode()}
+    ctx = MachineContext(node, ("A", "B", "C"), ("A", "B", "C"), storage=storage)
+    return GmsMachine(ctx, s)
+
+
+def test_a_restarted_node_never_installs_a_view_of_its_earlier_incarnation() -> None:
+    m = _restarted()
+    out = m.handle(Start(), 0)
+    assert [e.msg for e in out if type(e).__name__ == "Multicast"] == [M.FindMbrs(True)]
+    m.handle(Received("B", M.FindMbrsRsp("B", "B:5")), 1)
+    out = m.handle(TimerFired("gms:discovery"), 30_000_000)
+    assert [(e.dst, e.msg) for e in out if type(e).__name__ == "Send"] == [("B", M.Join(5))]
+    # a view its earlier incarnation may have installed: refused, in every form
+    for msg in (M.CommitView("B:5", ("B", "A", "C")), M.PrepareView("B:4", ("B", "A"))):
+        out = m.handle(Received("B", msg), 40_000_000)
+        assert not any(isinstance(e, InstallView) for e in out)
+    out = m.handle(Received("B", M.JoinRsp("B:5", ("B", "C", "A"))), 41_000_000)
+    assert not any(isinstance(e, InstallView) for e in out)
+    assert any(isinstance(e, Record) and e.kind == "drop" for e in out)
+    out = m.handle(Received("B", M.JoinRsp("B:6", ("B", "C", "A"))), 42_000_000)
+    assert [e.view.view_id for e in out if isinstance(e, InstallView)] == ["B:6"]
+
+
+def test_the_view_that_admits_a_restarted_joiner_is_above_its_floor() -> None:
+    m = _machine("A")
+    m.handle(Start(), 0)
+    out = m.handle(Received("D", M.Join(9)), 1_000_000)
+    casts = [e for e in out if isinstance(e, Record) and e.kind == "cast_view"]
+    assert [c.fields["view"] for c in casts] == ["A:10"]
+
+
+def test_find_mbrs_from_a_restarted_member_suspects_its_previous_incarnation() -> None:
+    m = _machine("A")
+    m.handle(Start(), 0)
+    out = m.handle(Received("C", M.FindMbrs(False)), 1_000_000)
+    assert not [e for e in out if isinstance(e, Record) and e.kind == "cast_view"]
+    out = m.handle(Received("C", M.FindMbrs(True)), 2_000_000)
+    kinds = [e.kind for e in out if isinstance(e, Record)]
+    assert kinds[:2] == ["restarted", "cast_view"]
+    cast = next(e for e in out if isinstance(e, Record) and e.kind == "cast_view")
+    assert cast.fields["members"] == ["A", "B"]

@@ -97,9 +97,16 @@ def convergence(rows: list[Row]) -> list[str]:
     return bad
 
 
-EXPECTED_DROPS = ("stale token", "of a concluded election", "stale COORD_CONF", "does not list")
+EXPECTED_DROPS = (
+    "stale token",
+    "of a concluded election",
+    "stale COORD_CONF",
+    "does not list",
+    "to an earlier incarnation",
+)
 """Drops a fault can cause legitimately: a late copy of a restarted or concluded
-election's token, a late view, a view of this node's previous incarnation."""
+election's token, a late view, a view of this node's previous incarnation, an
+application message sent to it."""
 
 
 def protocol_rows(rows: list[Row]) -> list[str]:

@@ -90,6 +90,8 @@ SPEC = register(
         trace_kinds=(
             "join_attempt",
             "join",
+            "previous_incarnation",
+            "restarted",
             "join_retry",
             "join_rejected",
             "singleton",

@@ -18,7 +18,11 @@ from ringcast.core.codec import wire
 @wire(0x0400)
 @dataclass(frozen=True, slots=True)
 class FindMbrs:
-    """A joiner's discovery request (PING's GET_MBRS_REQ), multicast to the domain."""
+    """A joiner's discovery request (PING's GET_MBRS_REQ), multicast to the domain.
+    ``restarted``: the joiner is a restarted node not yet in a view of this incarnation,
+    so a view that lists it lists its previous incarnation, which is gone."""
+
+    restarted: bool = False
 
 
 @wire(0x0401)
@@ -33,7 +37,12 @@ class FindMbrsRsp:
 @wire(0x0402)
 @dataclass(frozen=True, slots=True)
 class Join:
-    """JOIN: the joiner asks the coordinator to be let in."""
+    """JOIN: the joiner asks the coordinator to be let in. ``floor`` is the largest view
+    counter an earlier incarnation of the joiner saw (0 for a first start): the view that
+    admits it must have a greater one, so that it never installs a view again that its
+    earlier incarnation had (and delivers that view's messages a second time)."""
+
+    floor: int = 0
 
 
 @wire(0x0403)

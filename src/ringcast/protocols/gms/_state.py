@@ -62,6 +62,7 @@ EVENTS = (
     "status_timer",
     "info_timer",
     "merge_timer",
+    "merge_req_timer",
     "leave_timer",
     "stable_timer",
     "commit_timer",
@@ -82,7 +83,7 @@ def _member_rows(state: St) -> dict[tuple[St, str], Transition[St]]:
     stay = (state,)
     view = _VIEW_TARGETS
     return {
-        (state, "FIND_MBRS"): _t("answer_find_mbrs", *stay),
+        (state, "FIND_MBRS"): _t("answer_find_mbrs", *stay, St.COORDINATOR, St.INSTALLING),
         (state, "FIND_MBRS_RSP"): _t(IGNORE, *stay),
         (state, "JOIN_RSP"): _t(IGNORE, *stay),
         (state, "suspected"): _t("fd_suspected", *stay, St.COORDINATOR, St.INSTALLING),
@@ -106,6 +107,7 @@ def _member_rows(state: St) -> dict[tuple[St, str], Transition[St]]:
         (state, "MERGE_RSP"): _t(IGNORE, *stay),
         (state, "ack_timer"): _t("ack_tick", *stay),
         (state, "merge_timer"): _t("merge_check", *stay, St.INSTALLING, St.COORDINATOR),
+        (state, "merge_req_timer"): _t("merge_req_tick", *stay),
         (state, "join_timer"): _t(IGNORE, *stay),
         (state, "discovery_timer"): _t(IGNORE, *stay),
         (state, "leave_timer"): _t(IGNORE, *stay),
@@ -142,6 +144,7 @@ CLIENT = TransitionTable(
                 "INFO",
                 "stable_timer",
                 "info_timer",
+                "merge_req_timer",
             )
         },
     },
@@ -190,7 +193,7 @@ _COORD = {
     (St.INSTALLING, "commit_timer"): _t("commit_delayed", St.COORDINATOR, St.PARTICIPANT),
 }
 for _s in (St.COORDINATOR, St.INSTALLING):
-    for _e in ("SUSPECT", "suspected", "fd_timer"):
+    for _e in ("SUSPECT", "suspected", "fd_timer", "FIND_MBRS"):
         _COORD[(_s, _e)] = Transition(
             _COORD[(_s, _e)].action, (St.COORDINATOR, St.INSTALLING, St.PARTICIPANT)
         )

@@ -105,11 +105,16 @@ class CoordAlive:
 @wire(0x0305)
 @dataclass(frozen=True, slots=True)
 class AppData:
-    """An application message, sent to every member by reliable unicast (per-sender FIFO)."""
+    """An application message, sent to every member by reliable unicast (per-sender FIFO).
+    ``to_incarnation``: the receiver's incarnation as the sender knew it (0: unknown); a
+    restarted receiver drops what was sent to an earlier incarnation of itself (its
+    reliable-unicast layer may still retransmit it, and that incarnation may have
+    delivered it already)."""
 
     msg_id: str
     payload: bytes
     order: str
+    to_incarnation: int = 0
 
 
 def _members_problem(members: object, what: str) -> str | None:

@@ -253,6 +253,10 @@ class TribesMachine:
                 or msg.order not in ORDERS
             ):
                 return self._drop(src, "malformed application message")
+            if type(msg.to_incarnation) is not int:
+                return self._drop(src, "malformed application message")
+            if msg.to_incarnation not in (0, self.incarnation):
+                return self._drop(src, "application message to an earlier incarnation")
             return [Deliver(msg.msg_id, msg.payload, msg.order, src)]
         return self._drop(src, f"unexpected {tp.__name__}")
 
@@ -292,10 +296,13 @@ class TribesMachine:
 
     def _submit(self, event: Submit) -> list[Effect]:
         """Non-blocking: application messages flow whatever the election is doing."""
-        data = AppData(event.msg_id, event.payload, event.order)
-        targets = set(self.membership.names()) | set(_names(self.view))
-        targets.discard(self.node_id)
-        out: list[Effect] = [Send(n, data, reliable=True) for n in sorted(targets)]
+        known = {m.node: m.incarnation for m in self.view}
+        known.update((m.node, m.incarnation) for m in self.membership.members.values())
+        known.pop(self.node_id, None)
+        out: list[Effect] = [
+            Send(n, AppData(event.msg_id, event.payload, event.order, inc), reliable=True)
+            for n, inc in sorted(known.items())
+        ]
         out.append(Deliver(event.msg_id, event.payload, event.order, self.node_id))
         return out
 
