@@ -59,7 +59,7 @@ def test_every_builtin_family_names_its_failure_detection_timeout() -> None:
     gms = registry.get("gms")
     assert gms.timeout_ns() == 50_000_000 * 4
     assert gms.timeout_ns({"heartbeat_interval": "10ms", "heartbeat_misses": 3}) == 30_000_000
-    for name in registry.builtin_names():
+    for name in registry.installed_names():  # not what other tests registered by hand
         if name != "basic":
             assert registry.get(name).timeout_ns() is not None, name
 

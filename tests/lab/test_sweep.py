@@ -182,26 +182,24 @@ def no_rtr_swept(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_totem_never_answering_rtr_is_caught_by_a_sweep(spark: Any, no_rtr_swept: Path) -> None:
+def test_totem_never_answering_rtr_is_seen_by_the_metrics_of_a_sweep(
+    spark: Any, no_rtr_swept: Path
+) -> None:
+    """A Totem that never answers a retransmission request stalls: its members keep one
+    ring (fail sets scoped to a membership round, issue 24, no longer make them exclude
+    each other) and deliver almost nothing. That is safe, so no safety property may
+    blame it; it is a loss of liveness that the lab's properties do not capture (no
+    delivery-progress property yet: docs/lab.md, "What the checks do not see"), and the
+    metrics show it."""
     doc = check_paths(spark, [no_rtr_swept])
-    assert doc["ok"] is False
     props = doc["properties"]
+    assert {n for n, p in props.items() if p["status"] == "violated"} == set()
     conv = props["convergence"]
-    assert conv["status"] == "violated"
-    # the same scenario and seeds: Totem converges in every run, the buggy copy does not
     assert conv["protocols"]["totem"] == {"claimed": True, "runs_checked": 3, "violations": 0}
-    assert conv["protocols"][lab_buggy.TOTEM_NO_RTR]["runs_violated"] >= 1
-    for c in conv["counterexamples"]:
-        assert c["protocol"] == lab_buggy.TOTEM_NO_RTR
-        assert c["run"].startswith("totem_lossy_no_rtr@")
-        assert "different configurations" in c["note"] and len(set(c["views"])) > 1
-    # nothing else is blamed on either
-    assert {n for n, p in props.items() if p["status"] == "violated"} == {"convergence"}
-    # and the metrics show why: no retransmission at all, and throughput collapses
     groups = {g["protocol"]: g for g in metrics_paths(spark, [no_rtr_swept])["groups"]}
     good, bad = groups["totem"], groups[lab_buggy.TOTEM_NO_RTR]
     assert good["retransmits"] > 0 and bad["retransmits"] == 0
-    assert bad["messages_per_s"] < good["messages_per_s"] / 4
+    assert bad["messages_per_s"] < good["messages_per_s"] / 20
 
 
 CASE_C = Path(__file__).resolve().parents[2] / "scenarios" / "gms" / "case_c_old_coord_crashes.toml"
