@@ -84,14 +84,20 @@ def trace_protocol(path: str | Path) -> str | None:
 
     Raises :class:`TraceSchemaError` naming the file when it is not readable Parquet.
     """
+    schema = _footer_schema(path)
+    return None if schema is None else schema_protocol(schema)
+
+
+def _footer_schema(path: str | Path) -> pa.Schema | None:
+    """The schema in a Parquet file's footer (None for a file that is not Parquet by
+    its suffix); :class:`TraceSchemaError` naming the file when it cannot be read."""
     file = Path(path)
     if file.suffix.lower() != ".parquet":
         return None
     try:
-        schema = pq.read_schema(file)
+        return pq.read_schema(file)
     except _READ_ERRORS as exc:
         raise TraceSchemaError(f"{path}: not a readable Parquet file ({first_line(exc)})") from None
-    return schema_protocol(schema)
 
 
 def schema_protocol(schema: pa.Schema) -> str | None:
@@ -114,14 +120,8 @@ def trace_version(path: str | Path) -> int | None:
 
     Raises :class:`TraceSchemaError` naming the file when it is not readable Parquet.
     """
-    file = Path(path)
-    if file.suffix.lower() != ".parquet":
-        return None
-    try:
-        schema = pq.read_schema(file)
-    except _READ_ERRORS as exc:
-        raise TraceSchemaError(f"{path}: not a readable Parquet file ({first_line(exc)})") from None
-    return schema_version(schema)
+    schema = _footer_schema(path)
+    return None if schema is None else schema_version(schema)
 
 
 def schema_version(schema: pa.Schema) -> int | None:
