@@ -47,24 +47,22 @@ import argparse
 import json
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
-from ringcast.runtime.cluster import write_cluster
-from ringcast.runtime.config import load_config, render_config
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-IP = shutil.which("ip") or "ip"
-NFT = shutil.which("nft") or "nft"
+from tests.runtime.netns import Lab, Nodes, lab, lab_cluster, status
+
+from ringcast.runtime.config import load_config
+
 LOSS_PERCENT = 30
 HOSTS = ["n1", "n2", "n3"]
 SUBNETS = ["10.213.91", "10.213.92"]
-PORT = 5405
 STATUS = 8505
 TIMEOUTS = {
     "token_timeout": "1000ms",
@@ -72,53 +70,6 @@ TIMEOUTS = {
     "consensus_timeout": "1200ms",
     "join_timeout": "50ms",
 }
-FETCH = (
-    "import asyncio, sys\n"
-    "from ringcast.runtime.status import fetch_status\n"
-    "print(asyncio.run(fetch_status(('127.0.0.1', int(sys.argv[1])), sys.argv[2], 30)))\n"
-)
-
-
-def ringcast_in(ns: str) -> list[str]:
-    return [IP, "netns", "exec", ns, sys.executable, "-m", "ringcast.cli.main"]
-
-
-def ip(*args: str) -> None:
-    subprocess.run([IP, *args], check=True, capture_output=True, timeout=10)
-
-
-def lab() -> tuple[str, dict[str, str]]:
-    tag = uuid.uuid4().hex[:6]
-    sw = f"rcb-sw-{tag}"
-    ip("netns", "add", sw)
-    for net in range(2):
-        ip("-n", sw, "link", "add", f"br{net}", "type", "bridge")
-        ip("-n", sw, "link", "set", f"br{net}", "up")
-    spaces = {}
-    for k, n in enumerate(HOSTS, start=1):
-        ns = spaces[n] = f"rcb-{n}-{tag}"
-        ip("netns", "add", ns)
-        ip("-n", ns, "link", "set", "lo", "up")
-        for net, subnet in enumerate(SUBNETS):
-            peer = f"q{k}n{net}"
-            ip("-n", ns, "link", "add", f"eth{net}", "type", "veth", "peer", "name", peer)
-            ip("-n", ns, "link", "set", peer, "netns", sw)
-            ip("-n", sw, "link", "set", peer, "master", f"br{net}")
-            ip("-n", sw, "link", "set", peer, "up")
-            ip("-n", ns, "addr", "add", f"{subnet}.{k}/24", "dev", f"eth{net}")
-            ip("-n", ns, "link", "set", f"eth{net}", "up")
-    return sw, spaces
-
-
-def status(ns: str, port: int, query: str = "") -> dict[str, Any]:
-    path = "/status" + (f"?{query}" if query else "")
-    out = subprocess.run(
-        [IP, "netns", "exec", ns, sys.executable, "-c", FETCH, str(port), path],
-        check=True,
-        capture_output=True,
-        timeout=40,
-    )
-    return json.loads(out.stdout)
 
 
 def rate_of(ns: str, port: int, seconds: float) -> float:
@@ -145,34 +96,6 @@ def marks(work: Path, node: str, network: int | None = 1) -> list[tuple[int, str
             if r.get("kind") == "fault" and isinstance(net, int) and network in (None, net):
                 out.append((r["t"], d.get("action", ""), net))
     return sorted(out)
-
-
-def lossy(sw: str, on: bool) -> None:
-    """Drop LOSS_PERCENT% of the IPv4 frames entering bridge 1 (network 1), or stop."""
-    if not on:
-        subprocess.run(
-            [IP, "netns", "exec", sw, NFT, "delete", "table", "bridge", "rcloss"],
-            check=True,
-            capture_output=True,
-            timeout=10,
-        )
-        return
-    ports = ", ".join(f'"q{k}n1"' for k in range(1, len(HOSTS) + 1))
-    rules = (
-        "table bridge rcloss {\n"
-        "  chain lossy {\n"
-        "    type filter hook forward priority 0; policy accept;\n"
-        f"    iifname {{ {ports} }} ether type ip numgen random mod 100 < {LOSS_PERCENT} drop\n"
-        "  }\n"
-        "}\n"
-    )
-    subprocess.run(
-        [IP, "netns", "exec", sw, NFT, "-f", "-"],
-        input=rules.encode(),
-        check=True,
-        capture_output=True,
-        timeout=10,
-    )
 
 
 _ROW = re.compile(r'"node":"([^"]+)","t":(\d+),.*?"kind":"(submit|deliver)","msg":"([^"]+)"')
@@ -210,92 +133,59 @@ def latency(
     return lat[len(lat) // 2] / 1e6, lat[min(len(lat) - 1, int(len(lat) * 0.99))] / 1e6
 
 
-def start(
-    mode: str, work: Path, spaces: dict[str, str], rate: float
-) -> tuple[Any, list[subprocess.Popen[bytes]], dict[str, int]]:
-    """The cluster file and the three node processes, once they share a full view."""
-    path = write_cluster(work, nodes=3, protocol="totem", trace_format="jsonl")
-    cfg0 = load_config(path)
-    nodes = [
-        (n, [f"{s}.{k}:{PORT}" for s in SUBNETS], f"127.0.0.1:{STATUS + k}")
-        for k, n in enumerate(HOSTS, start=1)
-    ]
-    path.write_text(
-        render_config(
-            name="rrp-bench",
-            protocol="totem",
-            nodes=nodes,
-            settings={"rrp_mode": mode, **TIMEOUTS},
-            trace_format="jsonl",
-            run_id=cfg0.run_id,
-            origin_ns=cfg0.origin_ns,
-            trace_rotate="500ms",
-        )
+def cluster(mode: str, work: Path, the_lab: Lab) -> Path:
+    """The cluster file (in ``work``) of the lab's three hosts, ``rrp_mode = mode``."""
+    return lab_cluster(
+        work,
+        the_lab,
+        "totem",
+        name="rrp-bench",
+        status_port=STATUS,
+        settings={"rrp_mode": mode, **TIMEOUTS},
+        trace_rotate="500ms",
     )
-    port = {n: STATUS + k for k, n in enumerate(HOSTS, start=1)}
-    procs = []
-    for n, ns in spaces.items():
-        log = open(work / f"{mode}-{n}.log", "wb")  # noqa: SIM115
-        procs.append(
-            subprocess.Popen(
-                [*ringcast_in(ns), "node", "--config", str(path), "--id", n, "--rate", str(rate)],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-            )
-        )
-        log.close()
+
+
+def start(the_lab: Lab, nodes: Nodes, rate: float) -> Any:
+    """Start the three node processes; return their config once they share a full view."""
+    nodes.start_all(["--rate", str(rate)])
     deadline = time.monotonic() + 60
     while True:
         try:
-            st = status(spaces["n1"], port["n1"], "members=n1,n2,n3&wait=30")
+            st = status(the_lab.hosts["n1"], STATUS + 1, "members=n1,n2,n3&wait=30")
             if st.get("condition_met"):
-                break
+                return load_config(nodes.config)
         except subprocess.CalledProcessError:
             pass  # not listening yet
         if time.monotonic() > deadline:
             raise RuntimeError("no full view")
-    return cfg0, procs, port
-
-
-def stop(procs: list[subprocess.Popen[bytes]]) -> None:
-    for p in procs:
-        p.send_signal(signal.SIGTERM)
-    for p in procs:
-        try:
-            p.wait(20)
-        except subprocess.TimeoutExpired:
-            p.kill()
 
 
 def one_lossy(mode: str, seconds: float, work: Path, rate: float) -> dict[str, Any]:
-    sw, spaces = lab()
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        cfg0, procs, port = start(mode, work, spaces, rate)
-        n1 = spaces["n1"]
+    with lab(HOSTS, SUBNETS, prefix="rcb") as the_lab:
+        nodes = Nodes(cluster(mode, work, the_lab), work / "logs", the_lab.hosts)
+        with nodes:  # whatever still runs at the end is killed
+            cfg0 = start(the_lab, nodes, rate)
+            n1, p1 = the_lab.hosts["n1"], STATUS + 1
 
-        def now() -> int:
-            return time.time_ns() - cfg0.origin_ns
+            def now() -> int:
+                return time.time_ns() - cfg0.origin_ns
 
-        time.sleep(2)  # warm-up
-        w0 = now()
-        healthy = rate_of(n1, port["n1"], seconds)
-        w1 = now()
-        views0 = status(n1, port["n1"])["metrics"]["views"]
-        t_loss = now()
-        lossy(sw, True)
-        time.sleep(3)  # detection, if any; then the window
-        w2 = now()
-        degraded = rate_of(n1, port["n1"], seconds)
-        w3 = now()
-        lossy(sw, False)
-        time.sleep(5)  # re-admission, and every message submitted so far delivered
-        views = status(n1, port["n1"])["metrics"]["views"] - views0
-    finally:
-        stop(procs)
-        for ns in [*spaces.values(), sw]:
-            subprocess.run([IP, "netns", "del", ns], capture_output=True, timeout=10)
+            time.sleep(2)  # warm-up
+            w0 = now()
+            healthy = rate_of(n1, p1, seconds)
+            w1 = now()
+            views0 = status(n1, p1)["metrics"]["views"]
+            t_loss = now()
+            the_lab.lossy(1, LOSS_PERCENT)
+            time.sleep(3)  # detection, if any; then the window
+            w2 = now()
+            degraded = rate_of(n1, p1, seconds)
+            w3 = now()
+            the_lab.lossy(1, None)
+            time.sleep(5)  # re-admission, and every message submitted so far delivered
+            views = status(n1, p1)["metrics"]["views"] - views0
+            nodes.stop(check=False)  # SIGTERM: the nodes write out their traces
 
     submits, delivers = load_rows(work)
     before = [m for m, t in submits.items() if t < w3]
@@ -332,26 +222,23 @@ def first_after(rows: list[tuple[int, str, int]], t0: int, action: str) -> float
 
 
 def one(mode: str, seconds: float, work: Path) -> dict[str, Any]:
-    sw, spaces = lab()
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        cfg0, procs, port = start(mode, work, spaces, 0)
-        n1, n3 = spaces["n1"], spaces["n3"]
-        time.sleep(2)  # warm-up
-        before = rate_of(n1, port["n1"], seconds)
-        views0 = status(n1, port["n1"])["metrics"]["views"]
-        t_down = time.time_ns() - cfg0.origin_ns
-        ip("-n", n3, "link", "set", "eth1", "down")
-        time.sleep(3)  # detection (read from the trace afterwards), then the window
-        after = rate_of(n1, port["n1"], seconds)
-        t_up = time.time_ns() - cfg0.origin_ns
-        ip("-n", n3, "link", "set", "eth1", "up")
-        time.sleep(5)  # re-admission: a probe a second
-        views = status(n1, port["n1"])["metrics"]["views"] - views0
-    finally:
-        stop(procs)
-        for ns in [*spaces.values(), sw]:
-            subprocess.run([IP, "netns", "del", ns], capture_output=True, timeout=10)
+    with lab(HOSTS, SUBNETS, prefix="rcb") as the_lab:
+        nodes = Nodes(cluster(mode, work, the_lab), work / "logs", the_lab.hosts)
+        with nodes:  # whatever still runs at the end is killed
+            cfg0 = start(the_lab, nodes, 0)
+            n1, p1 = the_lab.hosts["n1"], STATUS + 1
+            time.sleep(2)  # warm-up
+            before = rate_of(n1, p1, seconds)
+            views0 = status(n1, p1)["metrics"]["views"]
+            t_down = time.time_ns() - cfg0.origin_ns
+            the_lab.link("n3", 1, "down")
+            time.sleep(3)  # detection (read from the trace afterwards), then the window
+            after = rate_of(n1, p1, seconds)
+            t_up = time.time_ns() - cfg0.origin_ns
+            the_lab.link("n3", 1, "up")
+            time.sleep(5)  # re-admission: a probe a second
+            views = status(n1, p1)["metrics"]["views"] - views0
+            nodes.stop(check=False)  # SIGTERM: the nodes write out their traces
 
     rows = marks(work, "n3")  # the nodes stopped: their traces are complete
     down_ms = first_after(rows, t_down, "network_faulty")

@@ -9,7 +9,7 @@ import os
 import select
 import time
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +22,36 @@ from ringcast.runtime.group import wait_for_change
 from ringcast.runtime.security import write_key_file
 from ringcast.runtime.status import fetch_status
 
+from .netns import Lab, NetnsUnavailable, lab
+
 # Protocols registered now (raincore and totem register themselves when present).
 PROTOCOLS = registry.builtin_names()  # not the probes other test modules register
 TOTAL_ORDER = [p for p in PROTOCOLS if p in ("raincore", "totem")]
+
+# The hosts of the namespace labs (tests/runtime/netns.py); one subnet a network, and
+# the one-bridge and two-bridge labs on subnets of their own.
+NETNS_HOSTS = ["n1", "n2", "n3"]
+
+
+@pytest.fixture
+def bridge_lab() -> Iterator[Lab]:
+    """Three hosts on one bridge (10.213.77.0/24); removed afterwards."""
+    try:
+        with lab(NETNS_HOSTS, ["10.213.77"]) as the_lab:
+            yield the_lab
+    except NetnsUnavailable as e:
+        pytest.skip(str(e))
+
+
+@pytest.fixture
+def two_bridge_lab() -> Iterator[Lab]:
+    """Three hosts, each on two bridges (10.213.81.0/24, 10.213.82.0/24); removed
+    afterwards."""
+    try:
+        with lab(NETNS_HOSTS, ["10.213.81", "10.213.82"], prefix="rc2") as the_lab:
+            yield the_lab
+    except NetnsUnavailable as e:
+        pytest.skip(str(e))
 
 
 def make_config(
@@ -188,3 +215,14 @@ class LogWatch:
             if r.get("msg") == "view installed" and not r.get("transitional"):
                 return tuple(sorted(r.get("members", ())))
         return None
+
+
+@contextlib.contextmanager
+def watching(log_dir: Path, nodes: Iterable[str]) -> Iterator[dict[str, LogWatch]]:
+    """A LogWatch on ``<log_dir>/<node>.log`` of each node, closed at the end."""
+    logs = {n: LogWatch(log_dir / f"{n}.log") for n in nodes}
+    try:
+        yield logs
+    finally:
+        for w in logs.values():
+            w.close()

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ringcast.runtime.cluster import spawn_node, write_cluster
+from ringcast.runtime.cluster import write_cluster
 from ringcast.runtime.config import load_config
 from ringcast.trace import read_trace
 
-from .conftest import PROTOCOLS, TOTAL_ORDER, LogWatch, await_status, fetch_json
+from .conftest import PROTOCOLS, TOTAL_ORDER, await_status, fetch_json, watching
+from .netns import Nodes
 
 NODES = ["n1", "n2", "n3", "n4"]
 VICTIM = "n2"
@@ -86,37 +86,25 @@ def test_kill_restart_rejoin(tmp_path: Path, protocol: str) -> None:
         tmp_path, nodes=len(NODES), protocol=protocol, trace_format="jsonl", trace_rotate="200ms"
     )
     cfg = load_config(path)
-    procs: dict[str, subprocess.Popen[bytes]] = {}
-    logs = {n: LogWatch(tmp_path / "logs" / f"{n}.log") for n in NODES}
-    try:
+    with watching(tmp_path / "logs", NODES) as logs, Nodes(path, tmp_path / "logs") as nodes:
         for n in NODES:
-            procs[n] = spawn_node(path, n, tmp_path / "logs", LOAD)
+            nodes.start(n, LOAD)
         for n in NODES:
             logs[n].wait_ready(0, 30)  # its status endpoint listens from then on
         everyone = set(NODES)
         survivors = [n for n in NODES if n != VICTIM]
         asyncio.run(_await_views(cfg, NODES, everyone, 30))
         asyncio.run(_await_progress(cfg, NODES, 100, 30))
-        procs[VICTIM].send_signal(signal.SIGKILL)
-        procs[VICTIM].wait(10)
+        nodes.procs[VICTIM].send_signal(signal.SIGKILL)
+        nodes.procs[VICTIM].wait(10)
         asyncio.run(_await_views(cfg, survivors, set(survivors), 30))
         asyncio.run(_await_progress(cfg, survivors, 100, 30))
         seen = len(logs[VICTIM].records)
-        procs[VICTIM] = spawn_node(path, VICTIM, tmp_path / "logs", LOAD)
+        nodes.start(VICTIM, LOAD)
         logs[VICTIM].wait_ready(seen, 30)
         asyncio.run(_await_views(cfg, NODES, everyone, 30))
         asyncio.run(_await_progress(cfg, NODES, 100, 30))
-        for p in procs.values():
-            p.send_signal(signal.SIGTERM)
-        for n, p in procs.items():
-            assert p.wait(20) == 0, f"{n} exited with {p.returncode}"
-    finally:
-        for p in procs.values():
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        for w in logs.values():
-            w.close()
+        nodes.stop()
     trace = read_trace(tmp_path / "trace", check_order=True).to_pydict()
     seqs = _check_traces(trace, protocol)
     for n in NODES:

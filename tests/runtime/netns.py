@@ -1,0 +1,291 @@
+"""Network-namespace labs and ``ringcast node`` processes for the real-network tests and
+benches (not a test module).
+
+A lab is one "switch" namespace holding one bridge a network (``br<net>``) and one
+namespace a host with a veth pair into each bridge: the host's end is ``eth<net>``
+(address ``<subnet>.<k>``, host k counted from 1), the switch's end is the bridge port
+``p<k>n<net>``. Nothing is added to the machine's own network namespace, and every
+namespace made is deleted when the lab's ``with`` block ends.
+
+Nothing here calls pytest at run time: a lab that cannot be built raises
+``NetnsUnavailable`` and a failed wait raises ``AssertionError``; the fixtures
+(``tests/runtime/conftest.py``) turn the former into a skip. ``requires_netns`` is the
+mark for test modules that need namespaces.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ringcast.runtime.cluster import spawn_node, write_cluster
+from ringcast.runtime.config import load_config, render_config
+
+if TYPE_CHECKING:
+    from .conftest import LogWatch
+
+IP = shutil.which("ip") or "ip"
+NFT = shutil.which("nft") or "nft"
+
+requires_netns = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("ip") is None,
+    reason="needs root and iproute2 (`ip`) to create network namespaces",
+)
+
+
+class NetnsUnavailable(RuntimeError):
+    """This machine will not let us build the lab (or its nftables rule)."""
+
+
+def ip(*args: str) -> None:
+    """Run ``ip`` with ``args``; raise on failure."""
+    subprocess.run([IP, *args], check=True, capture_output=True, timeout=10)
+
+
+def ringcast_in(ns: str) -> list[str]:
+    """The ``ringcast`` command inside namespace ``ns``."""
+    return [IP, "netns", "exec", ns, sys.executable, "-m", "ringcast.cli.main"]
+
+
+@dataclass(frozen=True)
+class Lab:
+    """A built lab: the switch namespace and ``{node: netns}`` of the hosts."""
+
+    switch: str
+    hosts: dict[str, str]
+    subnets: tuple[str, ...]
+
+    def address(self, node: str, network: int = 0) -> str:
+        """The node's address on ``network``."""
+        return f"{self.subnets[network]}.{list(self.hosts).index(node) + 1}"
+
+    def link(self, node: str, network: int, state: str) -> None:
+        """``ip link set eth<network> up|down`` in the node's namespace."""
+        ip("-n", self.hosts[node], "link", "set", f"eth{network}", state)
+
+    def lossy(self, network: int, percent: int | None) -> None:
+        """Drop ``percent``% of the IPv4 frames entering bridge ``network``; None: stop.
+        (An nftables rule in the switch namespace: this kernel has no netem qdisc.)"""
+        if percent is None:
+            cmd = [IP, "netns", "exec", self.switch, NFT, "delete", "table", "bridge", "rcloss"]
+            subprocess.run(cmd, check=True, capture_output=True, timeout=10)
+            return
+        ports = ", ".join(f'"p{k}n{network}"' for k in range(1, len(self.hosts) + 1))
+        rules = (
+            "table bridge rcloss {\n chain lossy {\n"
+            "  type filter hook forward priority 0; policy accept;\n"
+            f"  iifname {{ {ports} }} ether type ip numgen random mod 100 < {percent} drop\n"
+            " }\n}\n"
+        )
+        try:
+            subprocess.run(
+                [IP, "netns", "exec", self.switch, NFT, "-f", "-"],
+                input=rules.encode(),
+                check=True,
+                capture_output=True,
+                timeout=10,
+            )
+        except (OSError, subprocess.CalledProcessError) as e:
+            why = e.stderr.decode().strip() if isinstance(e, subprocess.CalledProcessError) else e
+            raise NetnsUnavailable(f"cannot add an nftables drop rule here: {why}") from e
+
+
+@contextlib.contextmanager
+def lab(nodes: Sequence[str], subnets: Sequence[str], prefix: str = "rc") -> Iterator[Lab]:
+    """Build a lab of ``nodes`` on one bridge a subnet (``"10.1.2"`` for 10.1.2.0/24);
+    delete its namespaces at the end. ``prefix`` starts the namespaces' names."""
+    tag = uuid.uuid4().hex[:6]
+    sw = f"{prefix}sw-{tag}"
+    hosts = {n: f"{prefix}{n}-{tag}" for n in nodes}
+    made: list[str] = []
+    try:
+        try:
+            ip("netns", "add", sw)
+        except subprocess.CalledProcessError as e:
+            raise NetnsUnavailable(
+                f"cannot create network namespaces here: {e.stderr.decode().strip()}"
+            ) from e
+        made.append(sw)
+        for net in range(len(subnets)):
+            ip("-n", sw, "link", "add", f"br{net}", "type", "bridge")
+            ip("-n", sw, "link", "set", f"br{net}", "up")
+        for k, ns in enumerate(hosts.values(), start=1):
+            ip("netns", "add", ns)
+            made.append(ns)
+            ip("-n", ns, "link", "set", "lo", "up")
+            for net, subnet in enumerate(subnets):
+                peer = f"p{k}n{net}"
+                eth = f"eth{net}"
+                ip("-n", ns, "link", "add", eth, "type", "veth", "peer", "name", peer, "netns", sw)
+                ip("-n", sw, "link", "set", peer, "master", f"br{net}")
+                ip("-n", sw, "link", "set", peer, "up")
+                ip("-n", ns, "addr", "add", f"{subnet}.{k}/24", "dev", eth)
+                ip("-n", ns, "link", "set", eth, "up")
+        yield Lab(sw, hosts, tuple(subnets))
+    finally:
+        for ns in reversed(made):
+            subprocess.run([IP, "netns", "del", ns], capture_output=True, timeout=10)
+
+
+def lab_cluster(
+    directory: Path,
+    the_lab: Lab,
+    protocol: str,
+    *,
+    name: str,
+    port: int = 5405,
+    status_port: int | None = None,
+    settings: Mapping[str, Any] | None = None,
+    trace_rotate: str = "200ms",
+) -> Path:
+    """Write a cluster file (and key) in ``directory`` for the lab's hosts: node k at
+    ``<subnet>.<k>:port`` on every network, its status endpoint (if ``status_port``) at
+    ``127.0.0.1:<status_port + k>`` inside its namespace; JSON-lines traces."""
+    path = write_cluster(
+        directory, nodes=len(the_lab.hosts), protocol=protocol, trace_format="jsonl"
+    )
+    cfg0 = load_config(path)
+    nodes = [
+        (
+            n,
+            [f"{s}.{k}:{port}" for s in the_lab.subnets],
+            None if status_port is None else f"127.0.0.1:{status_port + k}",
+        )
+        for k, n in enumerate(the_lab.hosts, start=1)
+    ]
+    path.write_text(
+        render_config(
+            name=name,
+            protocol=protocol,
+            nodes=nodes,
+            settings=settings,
+            trace_format="jsonl",
+            run_id=cfg0.run_id,
+            origin_ns=cfg0.origin_ns,
+            trace_rotate=trace_rotate,
+        )
+    )
+    return path
+
+
+class Nodes:
+    """The ``ringcast node`` processes of one cluster file, each in its namespace of
+    ``spaces`` (loopback for a node not in it), logging to ``<log_dir>/<node>.log``.
+
+    Used as a context manager: whatever still runs at the end is killed, so a failed
+    test leaves no process behind; ``stop()`` is the orderly end of the happy path.
+    """
+
+    def __init__(self, config: Path, log_dir: Path, spaces: Mapping[str, str] | None = None):
+        self.config = config
+        self.log_dir = log_dir
+        self.spaces = dict(spaces or {})
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, node: str, extra: Sequence[str] = ()) -> subprocess.Popen[bytes]:
+        """Start (or restart) ``node`` with ``extra`` arguments."""
+        ns = self.spaces.get(node)
+        if ns is None:
+            p = spawn_node(self.config, node, self.log_dir, list(extra))
+        else:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            cmd = [*ringcast_in(ns), "node", "--config", str(self.config), "--id", node, *extra]
+            with open(self.log_dir / f"{node}.log", "ab") as log:
+                p = subprocess.Popen(
+                    cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                )
+        self.procs[node] = p
+        return p
+
+    def start_all(self, extra: Sequence[str] = ()) -> None:
+        """Start every node of ``spaces``."""
+        for n in self.spaces:
+            self.start(n, extra)
+
+    def stop(self, timeout: float = 20, *, check: bool = True) -> None:
+        """SIGTERM to every node, then wait ``timeout`` s for each. ``check``: each must
+        exit with 0 (else AssertionError); otherwise one that does not end is killed."""
+        for p in self.procs.values():
+            p.send_signal(signal.SIGTERM)
+        for n, p in self.procs.items():
+            if check:
+                assert p.wait(timeout) == 0, f"{n} exited with {p.returncode}"
+            else:
+                try:
+                    p.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+
+    def __enter__(self) -> Nodes:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def await_views(
+    logs: Mapping[str, LogWatch], want: Mapping[str, set[str]], timeout: float, what: str
+) -> None:
+    """Until each node in ``want`` logs a regular view of exactly those members."""
+    for n, members in want.items():
+        logs[n].wait_for(
+            lambda _recs, w=logs[n], m=members: set(w.last_view() or ()) == m,
+            timeout,
+            f"{what}: a view of {sorted(members)} at {n}",
+        )
+
+
+_FETCH = (
+    "import asyncio, sys\n"
+    "from ringcast.runtime.status import fetch_status\n"
+    "print(asyncio.run(fetch_status(('127.0.0.1', int(sys.argv[1])), sys.argv[2], 30)))\n"
+)
+
+
+def status(ns: str, port: int, query: str = "") -> dict[str, Any]:
+    """The ``/status`` of the node listening on ``port`` in namespace ``ns`` (a long poll
+    when ``query`` has a condition), read by a process started inside ``ns``."""
+    path = "/status" + (f"?{query}" if query else "")
+    out = subprocess.run(
+        [IP, "netns", "exec", ns, sys.executable, "-c", _FETCH, str(port), path],
+        check=True,
+        capture_output=True,
+        timeout=40,
+    )
+    return json.loads(out.stdout)
+
+
+def status_until(
+    ns: str, port: int, pred: Callable[[dict[str, Any]], bool], timeout: float, what: str
+) -> dict[str, Any]:
+    """Read the status until ``pred`` holds (each read is a process start, ~0.3 s)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = status(ns, port)
+        if pred(st):
+            return st
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s; last status {st['state']}")
