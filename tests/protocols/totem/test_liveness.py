@@ -75,6 +75,24 @@ def test_fail_sets_do_not_outlive_their_round() -> None:
     assert checks.safe_delivery(rows) == []
 
 
+def test_an_old_ring_frame_after_the_recovery_plan_is_not_delivered() -> None:
+    """Hostile seed 8057: B resumes holding 5:A's token and multicasts on it while C is
+    in Recovery for 9:A. C used to deliver those frames in 5:A and A never had them (the
+    two moved 5:A -> 9:A/t/5:A with different message sets); now the exchange of recovery
+    step 1 is the only way into the transitional delivery set."""
+    sc = load_scenario(SCENARIOS / "regress_late_old_ring_frame.toml")
+    rows = Simulation(sc, seed=8057).run().events()
+    views = {(r["node"], r["view"]) for r in rows if r["kind"] == "view"}
+    assert {("A", "9:A/t/5:A"), ("C", "9:A/t/5:A")} <= views  # the transition is there
+    drops = [r for r in rows if r["kind"] == "drop" and r["node"] == "C"]
+    assert any(
+        r["detail"].get("reason") == "old-ring message after the recovery plan" for r in drops
+    )
+    for prop in ("integrity", "total_order", "fifo", "view_agreement", "virtual_synchrony"):
+        assert getattr(checks, prop)(rows) == [], prop
+    assert checks.safe_delivery(rows) == []
+
+
 def test_a_join_of_an_older_round_fails_nobody() -> None:
     """A late join of a round that is over (a smaller ring seq) naming this node failed
     adds its sender's proc_set only: its fail_set does not fail the sender in return."""

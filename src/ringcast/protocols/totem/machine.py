@@ -311,6 +311,14 @@ class TotemMachine:
             else:
                 log.add(m)
             return
+        if self.plan is not None:
+            # Recovery step 1 fixed the old-ring messages to exchange when the plan was
+            # made; a frame of the old ring that arrives later (a retransmission, or a
+            # member left behind still sending) reached this node only, so delivering it
+            # would break the transitional configuration's agreement (hostile seed 8057).
+            # If another member holds it, it arrives again as a RecoveryMcast.
+            out.append(Record.of("drop", reason="old-ring message after the recovery plan"))
+            return
         if log.add(m) and self.state is OP:
             self._deliver_ready(out)
 
