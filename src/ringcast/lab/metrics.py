@@ -204,7 +204,10 @@ def compute_metrics(trace: DataFrame, runs: DataFrame | None = None) -> dict[str
         bucket = F.floor(F.log10(F.greatest(F.col("lat"), F.lit(1))) * per_decade).cast("int")
         hist = (
             lat.groupBy("protocol", "order", "faults", bucket.alias("bucket"))
-            .agg(F.count("*").alias("count"), F.collect_set("scenario").alias("scenarios"))
+            .agg(
+                F.count("*").alias("count"),
+                F.array_sort(F.collect_set("scenario")).alias("scenarios"),
+            )
             .orderBy("protocol", "order", "faults", "bucket")
         )
         latency_rows = _rows(latency)
@@ -279,7 +282,8 @@ def _convergence(t: DataFrame) -> list[dict[str, Any]]:
     )
     for r in rows:  # a bounded sample for the report's distribution plot
         done = sorted(
-            (s for s in r["samples"] if s["took_ms"] is not None), key=lambda s: s["took_ms"]
+            (s for s in r["samples"] if s["took_ms"] is not None),
+            key=lambda s: (s["took_ms"], s["run"], s["at_ms"]),
         )
         r["samples"] = done[:: max(1, -(-len(done) // SAMPLES))]
         r["samples_ms"] = [s["took_ms"] for s in r["samples"]]
