@@ -216,12 +216,16 @@ class Nodes:
         for n in self.spaces:
             self.start(n, extra)
 
-    def stop(self, timeout: float = 20, *, check: bool = True) -> None:
-        """SIGTERM to every node, then wait ``timeout`` s for each. ``check``: each must
-        exit with 0 (else AssertionError); otherwise one that does not end is killed."""
-        for p in self.procs.values():
+    def stop(
+        self, timeout: float = 20, *, check: bool = True, nodes: Sequence[str] | None = None
+    ) -> None:
+        """SIGTERM to every node (or to ``nodes``), then wait ``timeout`` s for each.
+        ``check``: each must exit with 0 (else AssertionError); otherwise one that does
+        not end is killed."""
+        procs = {n: self.procs[n] for n in (self.procs if nodes is None else nodes)}
+        for p in procs.values():
             p.send_signal(signal.SIGTERM)
-        for n, p in self.procs.items():
+        for n, p in procs.items():
             if check:
                 assert p.wait(timeout) == 0, f"{n} exited with {p.returncode}"
             else:
@@ -230,6 +234,12 @@ class Nodes:
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
+
+    def kill(self, node: str) -> None:
+        """kill -9 ``node`` and reap it."""
+        p = self.procs[node]
+        p.send_signal(signal.SIGKILL)
+        p.wait(10)
 
     def __enter__(self) -> Nodes:
         return self

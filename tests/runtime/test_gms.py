@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -14,11 +12,12 @@ from typing import Any
 import pytest
 
 from ringcast.cli.main import main
-from ringcast.runtime.cluster import spawn_node, write_cluster
+from ringcast.runtime.cluster import write_cluster
 from ringcast.runtime.config import load_config
 from ringcast.trace import read_trace
 
-from .conftest import LogWatch, await_status, fetch_json
+from .conftest import LogWatch, await_status, fetch_json, watching
+from .netns import Nodes
 
 NODES = ["n1", "n2", "n3", "n4"]
 
@@ -70,16 +69,16 @@ def test_coordinator_killed_between_prepare_and_commit(tmp_path: Path) -> None:
         tmp_path,
         nodes=len(NODES),
         protocol="gms",
-        settings={"commit_delay": "3s"},
+        # heartbeat_misses 10 (500 ms): a node process starved by a loaded machine at
+        # start-up must not suspect the others before the scenario begins
+        settings={"commit_delay": "3s", "heartbeat_misses": 10},
         trace_format="jsonl",
         trace_rotate="200ms",
     )
     cfg = load_config(path)
-    procs: dict[str, subprocess.Popen[bytes]] = {}
-    logs = {n: LogWatch(tmp_path / "logs" / f"{n}.log") for n in NODES}
-    try:
+    with Nodes(path, tmp_path / "logs") as nodes, watching(tmp_path / "logs", NODES) as logs:
         for n in NODES:
-            procs[n] = spawn_node(path, n, tmp_path / "logs", ["--rate", "50", "--size", "50"])
+            nodes.start(n, ["--rate", "50", "--size", "50"])
         for n in NODES:
             logs[n].wait_ready(0, 30)
 
@@ -88,12 +87,10 @@ def test_coordinator_killed_between_prepare_and_commit(tmp_path: Path) -> None:
                 await await_status(cfg.node(n).status, 30, members=set(NODES))
 
         asyncio.run(all_four())
-        procs["n4"].send_signal(signal.SIGKILL)
-        procs["n4"].wait(10)
+        nodes.kill("n4")
         st = asyncio.run(_await_prepared(cfg.node("n1").status, 30))
         pending = st["state"]["pending"]
-        procs["n1"].send_signal(signal.SIGKILL)
-        procs["n1"].wait(10)
+        nodes.kill("n1")
 
         async def survivors() -> list[Any]:
             return [
@@ -104,16 +101,7 @@ def test_coordinator_killed_between_prepare_and_commit(tmp_path: Path) -> None:
         final = asyncio.run(survivors())
         assert final[0]["view"]["id"] == final[1]["view"]["id"]
         assert {r["leader"] for r in final} == {"n2"}
-        for n in ("n2", "n3"):
-            procs[n].send_signal(signal.SIGTERM)
-            assert procs[n].wait(20) == 0
-    finally:
-        for p in procs.values():
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        for w in logs.values():
-            w.close()
+        nodes.stop(nodes=["n2", "n3"])
     trace = read_trace(tmp_path / "trace").to_pydict()
     views: dict[str, set[tuple[str, ...]]] = {}
     installed: dict[str, list[str]] = {}

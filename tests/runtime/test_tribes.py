@@ -5,8 +5,6 @@ the view id and the coordinator), and in-process groups (``Group.leader``)."""
 from __future__ import annotations
 
 import asyncio
-import signal
-import subprocess
 from contextlib import AsyncExitStack
 from pathlib import Path
 
@@ -14,12 +12,13 @@ import pytest
 
 from ringcast.cli.runtime import gather_status, status_table
 from ringcast.runtime import group as group_module
-from ringcast.runtime.cluster import spawn_node, write_cluster
+from ringcast.runtime.cluster import write_cluster
 from ringcast.runtime.config import load_config
 from ringcast.runtime.group import Group
 from ringcast.trace import read_trace
 
-from .conftest import LogWatch, await_status, make_config, until
+from .conftest import await_status, make_config, until, watching
+from .netns import Nodes
 
 NODES = ["n1", "n2", "n3", "n4"]
 LOAD = ["--rate", "100", "--size", "50"]
@@ -45,19 +44,17 @@ def test_coordinator_killed_survivors_agree_on_the_next(tmp_path: Path) -> None:
         tmp_path, nodes=len(NODES), protocol="tribes", trace_format="jsonl", trace_rotate="200ms"
     )
     cfg = load_config(path)
-    procs: dict[str, subprocess.Popen[bytes]] = {}
-    logs = {n: LogWatch(tmp_path / "logs" / f"{n}.log") for n in NODES}
     survivors = NODES[1:]
-    try:
+    with Nodes(path, tmp_path / "logs") as nodes, watching(tmp_path / "logs", NODES) as logs:
         for n in NODES:
-            procs[n] = spawn_node(path, n, tmp_path / "logs", LOAD)
+            nodes.start(n, LOAD)
         for n in NODES:
             logs[n].wait_ready(0, 30)
 
-        async def views(nodes: list[str], want: set[str]) -> list[dict[str, object]]:
-            for n in nodes:
+        async def views(which: list[str], want: set[str]) -> list[dict[str, object]]:
+            for n in which:
                 await await_status(cfg.node(n).status, 30, members=want)
-            return [r for r in await gather_status(cfg) if r["node"] in nodes]
+            return [r for r in await gather_status(cfg) if r["node"] in which]
 
         rows = asyncio.run(views(NODES, set(NODES)))
         assert {r["leader"] for r in rows} == {"n1"}
@@ -68,23 +65,12 @@ def test_coordinator_killed_survivors_agree_on_the_next(tmp_path: Path) -> None:
         assert head[:5] == ["node", "view", "members", "state", "leader"]
         for line in table.splitlines()[1:]:
             assert line.split()[4] == "n1"  # the coordinator column
-        procs["n1"].send_signal(signal.SIGKILL)
-        procs["n1"].wait(10)
+        nodes.kill("n1")
         rows = asyncio.run(views(survivors, set(survivors)))
         assert {r["leader"] for r in rows} == {"n2"}
         ids = {r["view"]["id"] for r in rows}  # type: ignore[index]
         assert len(ids) == 1 and next(iter(ids)).startswith("n2:")
-        for p in (procs[n] for n in survivors):
-            p.send_signal(signal.SIGTERM)
-        for n in survivors:
-            assert procs[n].wait(20) == 0, f"{n} exited with {procs[n].returncode}"
-    finally:
-        for p in procs.values():
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        for w in logs.values():
-            w.close()
+        nodes.stop(nodes=survivors)
     trace = read_trace(tmp_path / "trace", check_order=True).to_pydict()
     leaders = _leaders(trace)
     agreed = next(iter(ids))
