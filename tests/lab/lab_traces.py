@@ -149,8 +149,13 @@ def swap_deliveries(rows: list[Row]) -> tuple[list[Row], dict[str, Any]]:
 
 
 def drop_delivery(rows: list[Row]) -> tuple[list[Row], dict[str, Any]]:
-    """B never delivers one agreed message of configuration v1."""
-    victim = next(r for r in _delivers(rows, "B", 0, 200 * MS) if r["order"] == "agreed")
+    """B never delivers one agreed message of configuration v1 (another node's: B
+    missing one of its own would also stall its delivery_progress)."""
+    victim = next(
+        r
+        for r in _delivers(rows, "B", 0, 200 * MS)
+        if r["order"] == "agreed" and not r["msg"].startswith("B:")
+    )
     rows = [r for r in rows if r is not victim]
     return renumber(rows), {"nodes": {"B"}, "msgs": {victim["msg"]}}
 
@@ -226,8 +231,12 @@ def reorder_one_sender(rows: list[Row]) -> tuple[list[Row], dict[str, Any]]:
 
 
 def drop_safe_delivery(rows: list[Row]) -> tuple[list[Row], dict[str, Any]]:
-    """B never delivers a safe message of the last configuration v3."""
-    victim = next(r for r in _delivers(rows, "B", 500 * MS) if r["order"] == "safe")
+    """B never delivers a safe message of the last configuration v3 (another node's)."""
+    victim = next(
+        r
+        for r in _delivers(rows, "B", 500 * MS)
+        if r["order"] == "safe" and not r["msg"].startswith("B:")
+    )
     rows = [r for r in rows if r is not victim]
     return renumber(rows), {"nodes": {"B"}, "msgs": {victim["msg"]}}
 
@@ -254,6 +263,18 @@ def no_final_view(rows: list[Row]) -> tuple[list[Row], dict[str, Any]]:
     return renumber(rows), {"nodes": {"C"}}
 
 
+def stalled_sender(rows: list[Row]) -> tuple[list[Row], dict[str, Any]]:
+    """A submits a message in v3 that nobody delivers, and the run goes on 2.5 s with
+    A delivering nothing (the final stats rows move from 2 s to 3 s): beyond any bound
+    up to 2 s."""
+    run = rows[0]["run"]
+    rows.append(_row(run, "A", 510 * MS, "submit", msg="A:100", order="agreed", size=10))
+    for r in rows:
+        if r["kind"] == "stats":
+            r["t"] = 3000 * MS
+    return renumber(rows), {"nodes": {"A"}, "msgs": {"A:100"}}
+
+
 MUTATIONS: dict[str, tuple[Mutation, str]] = {
     "swap": (swap_deliveries, "total_order"),
     "drop": (drop_delivery, "virtual_synchrony"),
@@ -267,5 +288,6 @@ MUTATIONS: dict[str, tuple[Mutation, str]] = {
     "token": (two_eaters, "single_token"),
     "leader": (split_leader, "leader_agreement"),
     "converge": (no_final_view, "convergence"),
+    "stall": (stalled_sender, "delivery_progress"),
 }
 """Corruption name -> (function, the one property it must break)."""

@@ -182,20 +182,26 @@ def no_rtr_swept(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_totem_never_answering_rtr_is_seen_by_the_metrics_of_a_sweep(
+def test_totem_never_answering_rtr_is_caught_by_delivery_progress(
     spark: Any, no_rtr_swept: Path
 ) -> None:
     """A Totem that never answers a retransmission request stalls: its members keep one
     ring (fail sets scoped to a membership round, issue 24, no longer make them exclude
-    each other) and deliver almost nothing. That is safe, so no safety property may
-    blame it; it is a loss of liveness that the lab's properties do not capture (no
-    delivery-progress property yet: docs/lab.md, "What the checks do not see"), and the
-    metrics show it."""
+    each other) and deliver almost nothing. No safety property may blame it; the
+    liveness property delivery_progress does, in every run of it and none of Totem's,
+    and the metrics show the same stall."""
     doc = check_paths(spark, [no_rtr_swept])
     props = doc["properties"]
-    assert {n for n, p in props.items() if p["status"] == "violated"} == set()
+    assert {n for n, p in props.items() if p["status"] == "violated"} == {"delivery_progress"}
     conv = props["convergence"]
     assert conv["protocols"]["totem"] == {"claimed": True, "runs_checked": 3, "violations": 0}
+    progress = props["delivery_progress"]
+    assert progress["protocols"]["totem"]["violations"] == 0
+    assert progress["protocols"]["totem"]["runs_checked"] == 3
+    assert progress["protocols"][lab_buggy.TOTEM_NO_RTR]["runs_violated"] == 3
+    for c in progress["counterexamples"]:
+        assert c["protocol"] == lab_buggy.TOTEM_NO_RTR
+        assert c["msgs"] and "undelivered" in c["note"]
     groups = {g["protocol"]: g for g in metrics_paths(spark, [no_rtr_swept])["groups"]}
     good, bad = groups["totem"], groups[lab_buggy.TOTEM_NO_RTR]
     assert good["retransmits"] > 0 and bad["retransmits"] == 0

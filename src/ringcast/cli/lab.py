@@ -179,6 +179,7 @@ def _check(args: argparse.Namespace, paths: list[Path]) -> dict[str, Any]:
         overrides=_claims(args),
         examples=args.examples,
         convergence_bound=int(args.convergence_bound * 1e9),
+        progress_bound=int(args.progress_bound * 1e9),
         certify=getattr(args, "certify", True),
     )
 
@@ -273,6 +274,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         overrides=_claims(args),
         examples=args.examples,
         convergence_bound=int(args.convergence_bound * 1e9),
+        progress_bound=int(args.progress_bound * 1e9),
         progress=bar,
     )
     _print_check(doc)
@@ -332,6 +334,13 @@ def _checking(p: argparse.ArgumentParser) -> None:
         type=float,
         default=10.0,
         help="seconds after the last fault within which views must converge",
+    )
+    p.add_argument(
+        "--progress-bound",
+        type=float,
+        default=1.0,
+        help="seconds a live node with undelivered messages of its own may go without "
+        "a delivery (delivery_progress)",
     )
 
 

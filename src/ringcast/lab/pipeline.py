@@ -46,6 +46,7 @@ def check_paths(
     properties: Iterable[str] | None = None,
     examples: int = 5,
     convergence_bound: int = 10_000_000_000,
+    progress_bound: int = 1_000_000_000,
     certify: bool = True,
     expectations: Sequence[Expectation] | None = None,
 ) -> dict[str, Any]:
@@ -74,6 +75,7 @@ def check_paths(
         properties=properties,
         examples=examples,
         convergence_bound=convergence_bound,
+        progress_bound=progress_bound,
         certify=certify,
         expected=expected,
     )
@@ -133,6 +135,7 @@ def run_pipeline(
     overrides: Mapping[str, Iterable[str]] | None = None,
     examples: int = 5,
     convergence_bound: int = 10_000_000_000,
+    progress_bound: int = 1_000_000_000,
     progress: Callable[[float, str], None] | None = None,
 ) -> tuple[dict[str, Any], Path, dict[str, float]]:
     """Check, measure and report a sweep output ``out`` with one session: writes
@@ -157,7 +160,7 @@ def run_pipeline(
     ticker = threading.Thread(target=tick, daemon=True)
     ticker.start()
     try:
-        return _pipeline(spark, out, overrides, examples, convergence_bound, step)
+        return _pipeline(spark, out, overrides, examples, (convergence_bound, progress_bound), step)
     finally:
         stop.set()
         ticker.join()
@@ -168,7 +171,7 @@ def _pipeline(
     out: Path,
     overrides: Mapping[str, Iterable[str]] | None,
     examples: int,
-    convergence_bound: int,
+    bounds: tuple[int, int],
     step: Callable[[float, str], None],
 ) -> tuple[dict[str, Any], Path, dict[str, float]]:
     import time
@@ -181,7 +184,8 @@ def _pipeline(
         [out],
         overrides=overrides,
         examples=examples,
-        convergence_bound=convergence_bound,
+        convergence_bound=bounds[0],
+        progress_bound=bounds[1],
     )
     write_json(out / CHECK_FILE, doc)
     record_where(out, "checks", where(spark))

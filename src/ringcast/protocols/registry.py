@@ -45,6 +45,7 @@ PROPERTIES: tuple[str, ...] = (
     "single_token",
     "convergence",
     "leader_agreement",
+    "delivery_progress",
 )
 """Every safety and liveness property the lab checks, by the names of the design."""
 

@@ -14,6 +14,7 @@ from types import ModuleType
 
 from ringcast.lab.checks import (
     convergence,
+    delivery_progress,
     fifo,
     integrity,
     leader_agreement,
@@ -40,6 +41,7 @@ CHECKS: dict[str, ModuleType] = {
         single_token,
         convergence,
         leader_agreement,
+        delivery_progress,
     )
 }
 

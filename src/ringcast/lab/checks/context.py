@@ -109,6 +109,7 @@ class CheckContext:
     trace: DataFrame
     partitions: int | None = None
     convergence_bound: int = 10_000_000_000
+    progress_bound: int = 1_000_000_000
     safe_grace: int = 500_000_000
     token_protocols: frozenset[str] | None = None
     """Protocols whose :data:`TOKEN` rows (op sent/returned/dropped) are kept (for

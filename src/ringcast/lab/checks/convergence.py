@@ -2,14 +2,13 @@
 per connected component, one same configuration whose members are exactly that
 component's live nodes, within a bound of the last fault.
 
-* alive: the node's ``stats`` row says ``state`` = ``up``; in traces without stats
-  rows (the real runtime), a node whose last crash/restart/join/leave/pause/resume
-  fault is not a crash, leave or pause;
+* alive: as :func:`~ringcast.lab.checks._ends.node_ends` says (its ``stats`` row, or
+  its last crash/restart/join/leave/pause/resume fault);
 * components: the groups of the run's last ``partition`` fault (nodes in no group
   form one more component) unless a ``heal`` came after it; else one component;
 * a node's final configuration is its last regular ``view`` since its last reset
-  (crash, restart, join, leave); none is a violation; "one same configuration" is the
-  same id and members, or the same members for protocols listed in
+  (crash, restart, join, leave; ``node_ends``' ``fin``); none is a violation; "one
+  same configuration" is the same id and members, or the same members for protocols listed in
   :func:`~ringcast.lab.properties.converge_on` (the protocol's spec);
 * the convergence time is the latest final installation minus the last fault (0 when
   every final configuration was installed before it), and must not exceed
@@ -20,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ringcast.lab.checks._ends import node_ends
 from ringcast.lab.checks.context import CheckContext, in_protocols, members_key, violation
 from ringcast.lab.properties import converge_on
 
@@ -56,26 +56,6 @@ def components(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
             ),
         )
     )
-    life = F.col("action").isin("crash", "restart", "join", "leave", "pause", "resume")
-    stat_state = F.when(F.col("kind") == "stats", F.get_json_object("detail", "$.state"))
-    final = F.when(
-        ((F.col("kind") == "view") & ~F.coalesce(F.col("transitional"), F.lit(False)))
-        | F.col("reset"),
-        F.struct(
-            F.col("reset"), F.col("view"), F.array_sort("members").alias("members"), F.col("t")
-        ),
-    )
-    per_node = rows.groupBy("run", "protocol", "node").agg(
-        F.max_by(stat_state, F.when(stat_state.isNotNull(), F.col("i"))).alias("stat"),
-        F.max_by(F.col("action"), F.when(life, F.col("i"))).alias("last_life"),
-        F.max_by(final, F.when(final.isNotNull(), F.col("i"))).alias("fin"),
-    )
-    has_stats = per_node.groupBy("run").agg(
-        F.max(F.col("stat").isNotNull().cast("int")).alias("has_stats")
-    )
-    alive = F.when(
-        F.col("has_stats") == 1, F.coalesce(F.col("stat") == "up", F.lit(False))
-    ).otherwise(~F.coalesce(F.col("last_life").isin("crash", "leave", "pause"), F.lit(False)))
     comp = F.coalesce(
         F.expr("array_max(transform(groups, (g, k) -> if(array_contains(g, node), k + 1, 0)))"),
         F.lit(0),
@@ -88,11 +68,11 @@ def components(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
         F.concat_ws("\u0002", F.col("fin.view"), key)
     )
     nodes = (
-        per_node.join(has_stats, "run")
+        node_ends(ctx, protocols)
+        .filter("alive")
         .join(cut, "run", "left")
         .join(last_fault, "run", "left")
-        .filter(alive)
-        .withColumns({"component": comp, "fin": F.when(~F.col("fin.reset"), F.col("fin"))})
+        .withColumn("component", comp)
     )
     return (
         nodes.groupBy("run", "protocol", "component")

@@ -75,6 +75,7 @@ def run_checks(
     overrides: Mapping[str, Iterable[str]] | None = None,
     examples: int = 5,
     convergence_bound: int = 10_000_000_000,
+    progress_bound: int = 1_000_000_000,
     safe_grace: int = 500_000_000,
     partitions: int | None = None,
     certify: bool = True,
@@ -123,6 +124,7 @@ def run_checks(
         trace,
         partitions=partitions,
         convergence_bound=convergence_bound,
+        progress_bound=progress_bound,
         safe_grace=safe_grace,
         delivery_runs=frozenset(),
     )

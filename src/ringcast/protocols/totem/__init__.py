@@ -87,6 +87,7 @@ SPEC = register(
                 "safe_delivery",
                 "convergence",
                 "leader_agreement",
+                "delivery_progress",
             }
         ),
         # extended virtual synchrony: total order among deliveries of one configuration
