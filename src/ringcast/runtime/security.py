@@ -125,6 +125,13 @@ def _subkey(master: bytes, label: bytes) -> bytes:
     return hmac.digest(master, b"ringcast/v1/" + label, "sha256")
 
 
+def _keyed_hmac(master: bytes) -> hmac.HMAC:
+    """HMAC-SHA256 under the datagram subkey, keyed once: a packet's tag is computed on a
+    ``copy()`` of it, which skips the key schedule (``hmac.digest`` redoes it every call,
+    about a third of the cost of tagging a 1 KB packet)."""
+    return hmac.new(_subkey(master, b"hmac-sha256"), digestmod="sha256")
+
+
 def _nonce_tail(sender: str) -> bytes:
     return hashlib.sha256(sender.encode()).digest()[:4]
 
@@ -152,7 +159,7 @@ class Sealer:
             raise ValueError(f"sender id {sender!r} must be 1..255 bytes")
         self._head = _HEAD.pack(MAGIC, VERSION, self.mode, cluster_id, 0, 0)[:8]
         self._sender = bytes([len(sender_b)]) + sender_b
-        self._hkey = _subkey(key, b"hmac-sha256")
+        self._mac = _keyed_hmac(key)
         self._gcm = AESGCM(_subkey(key, b"aes-256-gcm")) if self.mode == MODE_GCM else None
         self._tail = _nonce_tail(sender)
 
@@ -161,7 +168,9 @@ class Sealer:
         header = self._head + _U64.pack(seq) + self._sender
         if self._gcm is None:
             data = header + frame
-            return data + hmac.digest(self._hkey, data, "sha256")
+            mac = self._mac.copy()
+            mac.update(data)
+            return data + mac.digest()
         nonce = _U64.pack(seq) + self._tail
         return header + self._gcm.encrypt(nonce, frame, header)
 
@@ -196,7 +205,7 @@ class Opener:
     def __init__(self, key: bytes, mode: str, cluster_id: int, senders: Iterable[str]):
         self.mode = MODES[mode]
         self._cluster = cluster_id
-        self._hkey = _subkey(key, b"hmac-sha256")
+        self._mac = _keyed_hmac(key)
         self._gcm = AESGCM(_subkey(key, b"aes-256-gcm")) if self.mode == MODE_GCM else None
         # sender id bytes -> (sender id, its GCM nonce tail), so a packet's sender is
         # looked up without decoding it.
@@ -230,8 +239,9 @@ class Opener:
         view = memoryview(data)
         if self._gcm is None:
             body_end = n - HMAC_TAG
-            expect = hmac.digest(self._hkey, view[:body_end], "sha256")
-            if not hmac.compare_digest(expect, view[body_end:]):
+            mac = self._mac.copy()
+            mac.update(view[:body_end])
+            if not hmac.compare_digest(mac.digest(), view[body_end:]):
                 raise Dropped("bad_tag")
             frame: bytes | memoryview = view[hlen:body_end]
         else:
