@@ -4,15 +4,19 @@ Envelope (network byte order)::
 
     magic   2 bytes  b"RS"
     version u8       1
-    mode    u8       1 = HMAC-SHA256, 2 = AES-256-GCM
+    mode    u8       1 = HMAC-SHA256, 2 = AES-256-GCM, 3 = none (no tag)
     cluster u32      cluster id (hash of the cluster name)
     seq     u64      sender sequence number, strictly increasing across restarts
     slen    u8       length of the sender id
     sender  slen     sender node id, UTF-8
-    body    ...      a wire frame (HMAC mode) or its AES-GCM ciphertext
-    tag     32 / 16  HMAC-SHA256 of everything before it, or the GCM tag
+    body    ...      a wire frame (HMAC and none) or its AES-GCM ciphertext
+    tag     32 / 16  HMAC-SHA256 of everything before it, or the GCM tag (none: absent)
 
-The header is authenticated in both modes (GCM: as associated data). Subkeys for
+The header is authenticated in both authenticating modes (GCM: as associated data).
+Mode ``none`` authenticates nothing: anyone who can reach a node's port can speak for
+any member. It is for a network the cluster trusts and for measuring what authentication
+costs (corosync's udpu transport has no crypto); the cluster id, the sender and the
+replay window are still checked. Subkeys for
 each mode are derived from the cluster key file, so one key never serves two
 algorithms. The GCM nonce is the 8-byte ``seq`` plus 4 bytes derived from the sender
 id, unique per key as long as ``seq`` never repeats for a sender (see
@@ -42,16 +46,19 @@ MAGIC = b"RS"
 VERSION = 1
 MODE_HMAC = 1
 MODE_GCM = 2
-MODES = {"hmac": MODE_HMAC, "aes-gcm": MODE_GCM}
+MODE_NONE = 3
+MODES = {"hmac": MODE_HMAC, "aes-gcm": MODE_GCM, "none": MODE_NONE}
 KEY_BYTES = 32
 HMAC_TAG = 32
 GCM_TAG = 16
+_TAG_BYTES = {MODE_HMAC: HMAC_TAG, MODE_GCM: GCM_TAG, MODE_NONE: 0}
 REPLAY_WINDOW = 4096
 
 _WINDOW_MASK = (1 << REPLAY_WINDOW) - 1
 _HEAD = struct.Struct("!2sBBIQB")
 _U64 = struct.Struct("!Q")
-MIN_PACKET = _HEAD.size + 1 + GCM_TAG
+MIN_PACKET = _HEAD.size + 2
+"""A header, a one-byte sender id and a one-byte body: no packet of any mode is shorter."""
 
 DROP_REASONS = (
     "truncated",
@@ -166,6 +173,8 @@ class Sealer:
     def seal(self, frame: bytes, seq: int) -> bytes:
         """The envelope of ``frame``; ``seq`` must never repeat for this sender and key."""
         header = self._head + _U64.pack(seq) + self._sender
+        if self.mode == MODE_NONE:
+            return header + frame
         if self._gcm is None:
             data = header + frame
             mac = self._mac.copy()
@@ -225,8 +234,7 @@ class Opener:
         if mode != self.mode:
             raise Dropped("bad_mode")
         hlen = _HEAD.size + slen
-        tag = HMAC_TAG if mode == MODE_HMAC else GCM_TAG
-        if n < hlen + tag + 1:
+        if n < hlen + _TAG_BYTES[mode] + 1:
             raise Dropped("truncated")
         known = self._names.get(data[_HEAD.size : hlen])
         if known is None:
@@ -237,13 +245,15 @@ class Opener:
             raise Dropped("unknown_sender")
         sender, tail = known
         view = memoryview(data)
-        if self._gcm is None:
+        if mode == MODE_NONE:
+            frame: bytes | memoryview = view[hlen:]
+        elif self._gcm is None:
             body_end = n - HMAC_TAG
             mac = self._mac.copy()
             mac.update(view[:body_end])
             if not hmac.compare_digest(mac.digest(), view[body_end:]):
                 raise Dropped("bad_tag")
-            frame: bytes | memoryview = view[hlen:body_end]
+            frame = view[hlen:body_end]
         else:
             nonce = _U64.pack(seq) + tail
             try:
