@@ -14,9 +14,13 @@ traces.
     python bench/runtime_throughput.py [--protocol totem] [--nodes 3] [--size 100]
         [--seconds 8] [--warmup 2] [--repeat 3] [--set window_size=50]
         [--no-failover] [--failover-only] [--profile DIR] [--netns]
+        [--security hmac|aes-gcm|none] [--transport udpu|multicast]
 
 ``--netns`` (root) runs each node in a network namespace of its own on a bridge, as
 ``bench/corosync_cpgbench.sh`` runs corosync, instead of on loopback.
+``--security`` picks the datagram security (default ``hmac``; ``none`` sends frames
+without a tag, as corosync's udpu does). ``--transport multicast`` sends a frame once
+to an IP multicast group instead of once to each peer (the default ``udpu``).
 ``--set key=value`` passes a protocol setting (as in a cluster file's ``[settings]``).
 ``--profile DIR`` runs every node under cProfile and writes ``DIR/<run>-<node>.pstats``
 and a text summary of the busiest functions of the first node, ``DIR/<run>.txt``.
@@ -206,6 +210,8 @@ def throughput(
     settings: dict[str, Any],
     profile: Path | None = None,
     netns: bool = False,
+    security: str = "hmac",
+    transport: str = "udpu",
 ) -> dict[str, Any]:
     run = f"{protocol}-{nodes}x{size}"
     ids = node_ids(nodes)
@@ -214,8 +220,16 @@ def throughput(
         if lab is not None:
             stack.callback(lab.close)
         path = write_cluster(
-            Path(d), nodes=nodes, protocol=protocol, trace=False, settings=settings or None
+            Path(d),
+            nodes=nodes,
+            protocol=protocol,
+            trace=False,
+            settings=settings or None,
+            security=security,
         )
+        if transport == "multicast":
+            text = path.read_text().replace('transport = "udpu"', 'transport = "multicast"')
+            path.write_text(text + '\n[[network]]\nmulticast = "239.192.79.1:5406"\n')
         if lab is not None:  # the same cluster, one namespace a node
             text = path.read_text()
             for k, n in enumerate(load_config(path).nodes):
@@ -276,6 +290,10 @@ def throughput(
     }
     if settings:
         result["settings"] = settings
+    if security != "hmac":
+        result["security"] = security
+    if transport != "udpu":
+        result["transport"] = transport
     if netns:
         result["netns"] = True
     return result
@@ -363,6 +381,8 @@ def main() -> None:
     ap.add_argument("--failover-only", action="store_true")
     ap.add_argument("--profile", type=Path, metavar="DIR")
     ap.add_argument("--netns", action="store_true", help="one network namespace a node (root)")
+    ap.add_argument("--security", default="hmac", choices=["hmac", "aes-gcm", "none"])
+    ap.add_argument("--transport", default="udpu", choices=["udpu", "multicast"])
     args = ap.parse_args()
     protocols = args.protocol or ["totem", "raincore"]
     settings = dict(args.set)
@@ -383,6 +403,8 @@ def main() -> None:
                             settings,
                             args.profile,
                             args.netns,
+                            args.security,
+                            args.transport,
                         )
                         runs.append(r)
                         print(json.dumps(r), flush=True)

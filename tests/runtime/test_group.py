@@ -169,3 +169,28 @@ def test_every_node_names_the_same_leader_after_a_rejoin(tmp_path: Path, protoco
             assert leaders(gs) == {views.pop().members[0]}  # type: ignore[union-attr]
 
     asyncio.run(main())
+
+
+def test_totem_without_authentication(tmp_path: Path) -> None:
+    """``security = "none"``: no tag on the wire, the same agreed deliveries everywhere."""
+    cfg = make_config(tmp_path, NODES, "totem", security="none")
+
+    async def main() -> None:
+        async with AsyncExitStack() as stack:
+            gs = [await stack.enter_async_context(Group.join(cfg, n)) for n in NODES]
+            await asyncio.gather(
+                *(g.wait_view(lambda v: set(v.members) == set(NODES), 10) for g in gs)
+            )
+            got: dict[str, list[Delivery]] = {n: [] for n in NODES}
+            readers = [asyncio.create_task(_collect(g, 30, got[g.node_id])) for g in gs]
+            for g in gs:
+                for k in range(10):
+                    await g.multicast(f"{g.node_id}-{k}".encode())
+            await asyncio.wait_for(asyncio.gather(*readers), 20)
+            assert len({tuple(d.msg_id for d in got[n]) for n in NODES}) == 1
+            assert sorted(d.payload for d in got["A"]) == sorted(
+                f"{n}-{k}".encode() for n in NODES for k in range(10)
+            )
+            assert all(g.host.metrics.drops.get("bad_tag", 0) == 0 for g in gs)
+
+    asyncio.run(main())

@@ -63,6 +63,26 @@ def test_mode_mismatch_is_dropped() -> None:
         o.open(Sealer(KEY, "aes-gcm", 7, "A").seal(b"frame", 1))
 
 
+def test_mode_none_checks_all_but_a_tag() -> None:
+    s = Sealer(KEY, "none", 7, "A")
+    o = Opener(OTHER_KEY, "none", 7, ["A", "B"])  # no tag: the key plays no part
+    p = s.seal(b"frame-1", 100)
+    assert p.endswith(b"frame-1")  # the frame, in clear, and nothing after it
+    assert o.open(p) == ("A", b"frame-1")
+    with pytest.raises(Dropped, match="replay"):
+        o.open(p)
+    with pytest.raises(Dropped, match="foreign_cluster"):
+        o.open(Sealer(KEY, "none", 8, "A").seal(b"frame", 101))
+    with pytest.raises(Dropped, match="unknown_sender"):
+        o.open(Sealer(KEY, "none", 7, "Z").seal(b"frame", 1))
+    with pytest.raises(Dropped, match="truncated"):
+        o.open(p[: len(p) - len(b"frame-1")])  # a header without a body
+    with pytest.raises(Dropped, match="bad_mode"):
+        Opener(KEY, "hmac", 7, ["A"]).open(s.seal(b"frame", 102))
+    with pytest.raises(Dropped, match="bad_mode"):
+        o.open(Sealer(KEY, "hmac", 7, "A").seal(b"frame", 103))
+
+
 def test_replay_window() -> None:
     s = Sealer(KEY, "hmac", 1, "A")
     o = Opener(KEY, "hmac", 1, ["A"])

@@ -13,9 +13,17 @@ NodeId = str
 
 MAX_NODE_ID_BYTES = 64
 
+_VALID: set[str] = set()
+"""Node ids already found valid, so that checking the few ids of a cluster again (every
+received frame names some) is one set lookup. Bounded: ids beyond the first
+``_VALID_MAX`` distinct ones are checked in full every time."""
+_VALID_MAX = 4096
+
 
 def check_node_id(node: object) -> NodeId:
     """Return ``node`` if it is a valid node id, else raise ``ValueError`` naming the problem."""
+    if type(node) is str and node in _VALID:
+        return node
     if not isinstance(node, str):
         raise ValueError(f"node id must be a string, got {type(node).__name__} {node!r}")
     if not node:
@@ -24,6 +32,8 @@ def check_node_id(node: object) -> NodeId:
         raise ValueError(f"node id {node!r} is longer than {MAX_NODE_ID_BYTES} bytes")
     if not node.isprintable() or any(c.isspace() for c in node):
         raise ValueError(f"node id {node!r} must be printable and contain no whitespace")
+    if type(node) is str and len(_VALID) < _VALID_MAX:
+        _VALID.add(node)
     return node
 
 

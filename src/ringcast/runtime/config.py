@@ -6,7 +6,7 @@ Example::
     name = "demo"
     protocol = "basic"            # any name in the protocol registry
     transport = "udpu"            # "udpu" (unicast fan-out) or "multicast"
-    security = "hmac"             # "hmac" (HMAC-SHA256) or "aes-gcm"
+    security = "hmac"             # "hmac" (HMAC-SHA256), "aes-gcm", or "none" (no tag)
     key_file = "cluster.key"      # relative paths are relative to this file
     state_dir = "state"
     trace_dir = "trace"
@@ -41,7 +41,7 @@ from ringcast.core.units import parse_duration
 from ringcast.protocols import registry
 
 TRANSPORTS = ("udpu", "multicast")
-SECURITY_MODES = ("hmac", "aes-gcm")
+SECURITY_MODES = ("hmac", "aes-gcm", "none")
 TRACE_FORMATS = ("parquet", "jsonl")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
