@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ringcast.lab.checks._ends import node_ends
-from ringcast.lab.checks.context import CheckContext, in_protocols, violation
+from ringcast.lab.checks.context import CheckContext, in_protocols, msg_sender, violation
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -61,8 +61,22 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
         .join(since, ["run", "node"])
         .filter(F.col("i") > F.col("reset_i"))
     )
-    submits = messages.filter(F.col("kind") == "submit")
-    delivered = messages.filter(F.col("kind") == "deliver")
+    is_submit = F.col("kind") == "submit"
+    is_deliver = F.col("kind") == "deliver"
+    # First per node, by counting (no shuffle of the deliveries): the nodes that may
+    # have a message of their own pending, fewer submits than deliveries of their own
+    # messages (a ``sender:counter`` id naming the node). Only theirs are matched
+    # message by message. (A node that delivered one of its own messages twice, an
+    # integrity violation, can hide a pending one here.)
+    counts = messages.groupBy("run", "node").agg(
+        F.sum(is_submit.cast("int")).alias("submitted"),
+        F.sum((is_deliver & (msg_sender() == F.col("node"))).cast("int")).alias("own"),
+        F.max(F.when(is_deliver, F.col("t"))).alias("last_delivery"),
+    )
+    suspects = counts.filter(F.col("submitted") > F.col("own"))
+    mine = messages.join(F.broadcast(suspects.select("run", "node")), ["run", "node"])
+    submits = mine.filter(is_submit)
+    delivered = mine.filter(is_deliver)
     pending = (
         submits.join(delivered.select("run", "node", "msg"), ["run", "node", "msg"], "left_anti")
         .groupBy("run", "node")
@@ -72,10 +86,9 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
             F.slice(F.array_sort(F.collect_list(F.struct("t", "msg"))), 1, SHOWN).alias("shown"),
         )
     )
-    last_delivery = delivered.groupBy("run", "node").agg(F.max("t").alias("last_delivery"))
     judged = (
         pending.join(ends, ["run", "node"])
-        .join(last_delivery, ["run", "node"], "left")
+        .join(suspects.select("run", "node", "last_delivery"), ["run", "node"])
         .join(last_fault, "run", "left")
         .join(F.broadcast(ctx.run_ends()), "run")
     )
