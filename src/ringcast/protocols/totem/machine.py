@@ -804,7 +804,7 @@ class TotemMachine:
         """Recovery steps 2-6, atomically (seed 002, "Recovery Protocol - Six Steps")."""
         plan = self.plan
         assert plan is not None and self.new_log is not None
-        before, after = old_ring_deliveries(self.log, plan.high_ring_delivered)
+        before, after = old_ring_deliveries(self.log, plan.high_ring_delivered, plan.my_trans_memb)
         for m in before:
             self._emit(m, "safe" if m.safe else "agreed", out)
         out.append(
