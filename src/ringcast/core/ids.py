@@ -7,34 +7,32 @@ plain string comparison; protocols that need "the smallest id" or "a higher node
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 NodeId = str
 
 MAX_NODE_ID_BYTES = 64
 
-_VALID: set[str] = set()
-"""Node ids already found valid, so that checking the few ids of a cluster again (every
-received frame names some) is one set lookup. Bounded: ids beyond the first
-``_VALID_MAX`` distinct ones are checked in full every time."""
-_VALID_MAX = 4096
-
 
 def check_node_id(node: object) -> NodeId:
     """Return ``node`` if it is a valid node id, else raise ``ValueError`` naming the problem."""
-    if type(node) is str and node in _VALID:
-        return node
     if not isinstance(node, str):
         raise ValueError(f"node id must be a string, got {type(node).__name__} {node!r}")
+    _check_str_id(node)
+    return node
+
+
+@functools.lru_cache(maxsize=4096)
+def _check_str_id(node: str) -> None:
+    """The checks of a string id, remembered for the ids found valid (a failed check
+    raises and is not cached): every received frame names a few ids of one cluster."""
     if not node:
         raise ValueError("node id must not be empty")
     if len(node.encode()) > MAX_NODE_ID_BYTES:
         raise ValueError(f"node id {node!r} is longer than {MAX_NODE_ID_BYTES} bytes")
     if not node.isprintable() or any(c.isspace() for c in node):
         raise ValueError(f"node id {node!r} must be printable and contain no whitespace")
-    if type(node) is str and len(_VALID) < _VALID_MAX:
-        _VALID.add(node)
-    return node
 
 
 @dataclass(frozen=True, slots=True)
