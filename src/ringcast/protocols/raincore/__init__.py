@@ -109,6 +109,7 @@ SPEC = register(
                 "single_token",
                 "convergence",
                 "leader_agreement",
+                "delivery_progress",
             }
         ),
         # one token orders every delivery of a run, whatever its order

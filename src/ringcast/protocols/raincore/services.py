@@ -147,10 +147,10 @@ class TokenMulticast:
     def on_pass(self, token: Token, *, deliver: bool = True) -> tuple[Token, list[Effect]]:
         """Before the token leaves: take off this node's messages (they have made a full
         rotation), drop messages of departed nodes that have made one, and put this
-        node's pending messages on, up to its fair share and the room left (delivering
-        them here, at their place in the order, if ``deliver``: in Agreement; else they
-        are delivered here when the token brings them back in Agreement); report its
-        backlog on the token."""
+        node's pending messages on, up to its fair share and the room left, delivering
+        them here at their place in the order, only if ``deliver`` (in Agreement;
+        otherwise they wait in the queue, decision 27); report its backlog on the
+        token."""
         ring = len(token.nodelist)
         me = self.node_id
         alone = token.nodelist == (me,)
@@ -167,7 +167,10 @@ class TokenMulticast:
         out: list[Effect] = []
         share_n, share_b = self.share(token)
         backlog = len(self.pending)
-        room_n = min(share_n, self.max_token_messages - len(kept))
+        # Only a node in Agreement puts messages on (decision 27): a message put on a
+        # copy in Chaos was lost, undelivered everywhere, with that copy when another
+        # copy's ring was the one that committed.
+        room_n = min(share_n, self.max_token_messages - len(kept)) if deliver else 0
         room_b = self.max_token_bytes - sum(
             message_size(m.origin, m.msg_id, m.payload) for m in kept
         )
