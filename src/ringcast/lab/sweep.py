@@ -106,8 +106,18 @@ def _task(
     return run_partition
 
 
+def _runs_done(done: int, total: int, runs: int) -> str:
+    """A progress label: tasks done, and the runs they held (``spark.range`` gives each
+    task an equal share of the run ids, to within one)."""
+    return f"{done}/{total} partitions, {done * runs // total if total else runs}/{runs} runs"
+
+
 def _watch(
-    spark: SparkSession, progress: Callable[[float, str], None], stop: threading.Event, total: int
+    spark: SparkSession,
+    progress: Callable[[float, str], None],
+    stop: threading.Event,
+    total: int,
+    runs: int,
 ) -> None:
     tracker = spark.sparkContext.statusTracker()
     while not stop.wait(0.5):
@@ -116,11 +126,11 @@ def _watch(
             info = tracker.getStageInfo(sid)
             if info is not None and info.numTasks == total:
                 done = max(done, info.numCompletedTasks)
-        progress(done / total if total else 1.0, f"{done}/{total} partitions")
+        progress(done / total if total else 1.0, _runs_done(done, total, runs))
 
 
 def _connect_progress(
-    spark: SparkSession, progress: Callable[[float, str], None], total: int
+    spark: SparkSession, progress: Callable[[float, str], None], total: int, runs: int
 ) -> Callable[[], None]:
     """Under Spark Connect there is no status tracker on this side: the server reports
     the stages of each operation to a progress handler instead."""
@@ -132,7 +142,7 @@ def _connect_progress(
         for stage in stages or ():
             if getattr(stage, "num_tasks", None) == total:
                 finished = stage.num_completed_tasks
-                progress(finished / total if total else 1.0, f"{finished}/{total} partitions")
+                progress(finished / total if total else 1.0, _runs_done(finished, total, runs))
 
     register(handler)
     return lambda: spark.removeProgressHandler(handler)  # type: ignore[attr-defined]
@@ -168,9 +178,11 @@ def run_sweep(
     watcher = None
     unregister: Callable[[], None] = lambda: None  # noqa: E731
     if progress is not None and is_connect(spark):
-        unregister = _connect_progress(spark, progress, parts)
+        unregister = _connect_progress(spark, progress, parts, n)
     elif progress is not None:
-        watcher = threading.Thread(target=_watch, args=(spark, progress, stop, parts), daemon=True)
+        watcher = threading.Thread(
+            target=_watch, args=(spark, progress, stop, parts, n), daemon=True
+        )
         watcher.start()
     t0 = time.perf_counter()
     try:
@@ -186,7 +198,7 @@ def run_sweep(
             watcher.join()
     wall = time.perf_counter() - t0
     if progress is not None:
-        progress(1.0, f"{parts}/{parts} partitions")
+        progress(1.0, _runs_done(parts, parts, n))
     runs = pa.Table.from_pylist([asdict(r) for r in sweep.runs]).drop_columns(["scenario_index"])
     pq.write_table(runs, out / RUNS_FILE)
     summary = {
