@@ -42,15 +42,18 @@ def buggy_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def swept(spark: Any, buggy_sweep: Path) -> tuple[Path, dict[str, Any]]:
     out = buggy_sweep.parent / "out"
     seen: list[float] = []
+    notes: list[str] = []
     summary = run_sweep(
         spark,
         load_sweep(buggy_sweep),
         out,
         partitions=3,
-        progress=lambda f, note: seen.append(f),
+        progress=lambda f, note: (seen.append(f), notes.append(note)),
         setup=lab_buggy.register_arrival,
     )
     assert seen and seen[-1] == 1.0
+    # the last line counts the runs, not only the Spark tasks
+    assert notes[-1] == f"3/3 partitions, {summary['runs']}/{summary['runs']} runs"
     return out, summary
 
 
