@@ -8,6 +8,7 @@ timeouts of the last fault.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,36 @@ def test_twenty_percent_loss_settles_within_twenty_token_timeouts(nodes: int) ->
         rows, alive, last = run(seed, nodes=nodes, loss=0.2, quiet_timeouts=25)
         st = settle_time(rows, alive, last)
         assert st is not None and st <= 20 * TOKEN_TIMEOUT, (seed, st)
+
+
+def _failover(const: int, seed: int) -> tuple[float, list[dict]]:
+    """``scenarios/totem/crash.toml`` (5 nodes, C crashed at 600 ms) with
+    ``join_silence_const``: ms from the crash to the last survivor's ring without C."""
+    sc = load_scenario(SCENARIOS / "crash.toml")
+    sc = dataclasses.replace(sc, settings={**sc.settings, "join_silence_const": const})
+    rows = Simulation(sc, seed=seed).run().events()
+    crash = next(r["t"] for r in rows if r["kind"] == "fault")
+    first: dict[str, int] = {}
+    for r in rows:
+        if r["kind"] == "view" and r["t"] > crash and "/t/" not in str(r["view"]):
+            assert "C" not in r["members"]
+            first.setdefault(r["node"], r["t"])
+    assert set(first) == {"A", "B", "D", "E"}
+    return (max(first.values()) - crash) / 1e6, rows
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_silent_member_is_failed_after_join_silence_const_join_timeouts(seed: int) -> None:
+    """Off (the default), a crashed member is failed at the consensus timeout: the
+    survivors' new ring comes after token_timeout + consensus_timeout (200 + 240 ms).
+    With ``join_silence_const`` 3 it is failed 3 join timeouts (60 ms) into Gather, and
+    only it: every live member sent a join by then."""
+    off, rows_off = _failover(0, seed)
+    on, rows_on = _failover(3, seed)
+    assert 440 <= off < 480
+    assert 260 <= on < 290
+    assert not [r for r in rows_off if r["kind"] == "silent"]
+    silent = [r for r in rows_on if r["kind"] == "silent"]
+    assert silent and all(r["detail"]["nodes"] == ["C"] for r in silent)
+    for check in (checks.view_agreement, checks.virtual_synchrony, checks.safe_delivery):
+        assert check(rows_on) == []

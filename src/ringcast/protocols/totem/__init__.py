@@ -22,6 +22,9 @@ SETTINGS: dict[str, Setting] = {
     "token_hold": Setting("duration", 2_000_000, "hold an idle token this long", 1),
     "join_timeout": Setting("duration", 20_000_000, "rebroadcast interval of join messages", 1),
     "consensus_timeout": Setting("duration", 240_000_000, "time allowed to reach consensus", 1),
+    "join_silence_const": Setting(
+        "int", 0, "Gather: fail a last-ring member silent this many join timeouts (0: off)", 0
+    ),
     "merge_detect_timeout": Setting(
         "duration", 200_000_000, "interval of the representative's merge-detect message", 1
     ),
@@ -92,7 +95,7 @@ SPEC = register(
         ),
         # extended virtual synchrony: total order among deliveries of one configuration
         order_scope="view",
-        trace_kinds=("token", "retransmit"),
+        trace_kinds=("token", "retransmit", "silent"),
         timeout="token_timeout",
         wire_ids=(0x0200, 0x02FF),  # and the redundant ring's 0x0501-0x0502
         networks=None,  # the redundant ring uses any number (rrp_mode)

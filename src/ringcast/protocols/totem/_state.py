@@ -37,6 +37,7 @@ class Ev(enum.Enum):
     TOKEN_RETRANSMIT = "token retransmission timeout"
     JOIN_TIMEOUT = "join timeout"
     CONSENSUS_TIMEOUT = "consensus timeout"
+    SILENCE_TIMEOUT = "silence timeout"
     FAIL_TO_RECV = "failure to receive"
 
 
@@ -60,6 +61,9 @@ TRANSITIONS: dict[tuple[State, Ev], Transition[State]] = {
     (GA, Ev.COMMIT_TOKEN): Transition("commit_token", (GA, CO)),
     (GA, Ev.JOIN_TIMEOUT): Transition("join_timeout", (GA,)),
     (GA, Ev.CONSENSUS_TIMEOUT): Transition("consensus_timeout", (GA, CO)),
+    # (not the seed's: a member of the last ring silent in Gather is failed early,
+    # join_silence_const; off by default)
+    (GA, Ev.SILENCE_TIMEOUT): Transition("silence_timeout", (GA, CO)),
     # Commit: the commit token's two rotations.
     (CO, Ev.MCAST): Transition("mcast", (CO,)),
     (CO, Ev.FOREIGN): Transition(IGNORE, (CO,)),

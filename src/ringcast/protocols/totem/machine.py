@@ -51,6 +51,7 @@ T_TOKEN_RETRANSMIT = "token_retransmit"
 T_TOKEN_HOLD = "token_hold"
 T_JOIN = "join"
 T_CONSENSUS = "consensus"
+T_SILENCE = "silence"
 STORAGE_KEY = "ring_seq"
 
 OP, GA, CO, RE = State.OPERATIONAL, State.GATHER, State.COMMIT, State.RECOVERY
@@ -77,6 +78,8 @@ class TotemMachine:
         self.token_hold: int = s["token_hold"]
         self.join_timeout: int = s["join_timeout"]
         self.consensus_timeout: int = s["consensus_timeout"]
+        self.join_silence_const: int = s["join_silence_const"]
+        self.silence_watch: set[str] = set()  # last-ring members the silence timer judges
         self.merge_detect_timeout: int = s["merge_detect_timeout"]
         self.fail_to_recv_const: int = s["fail_to_recv_const"]
         self.seqno_unchanged_const: int = s["seqno_unchanged_const"]
@@ -122,6 +125,7 @@ class TotemMachine:
             "token_retransmit": self._act_token_retransmit,
             "join_timeout": self._act_join_timeout,
             "consensus_timeout": self._act_consensus_timeout,
+            "silence_timeout": self._act_silence_timeout,
             "fail_to_recv": self._act_fail_to_recv,
             "ignore": self._act_ignore,
         }
@@ -246,6 +250,8 @@ class TotemMachine:
             self._fire(Ev.JOIN_TIMEOUT, out)
         elif name == T_CONSENSUS:
             self._fire(Ev.CONSENSUS_TIMEOUT, out)
+        elif name == T_SILENCE:
+            self._fire(Ev.SILENCE_TIMEOUT, out)
         else:
             out.append(Record.of("drop", reason="unknown timer", timer=name))
 
@@ -595,6 +601,12 @@ class TotemMachine:
                 procs = procs | self.gather.my_proc_set
             self.gather.start(procs, fails)
             self.alone_ok = False
+            if self.join_silence_const and self.state is not GA:
+                # A ring (or a commit) broke up: its members that stay silent are failed
+                # before the consensus timeout (docs/protocols/totem.md, "Failing a
+                # silent member early").
+                self.silence_watch = set(self.memb) - {self.node_id}
+                out.append(SetTimer(T_SILENCE, self.join_silence_const * self.join_timeout))
         self._leave_ring_state(out)
         self._set_state(GA, out, reason)
         self._send_join(out)
@@ -705,10 +717,26 @@ class TotemMachine:
         out.append(SetTimer(T_CONSENSUS, self.consensus_timeout))
         self._check_consensus(out)
 
+    def _act_silence_timeout(self, out: Out) -> None:
+        """``join_silence_const`` join timeouts into Gather: a member of the ring that
+        broke up from which no join has come since is failed now, not at the consensus
+        timeout (a live member in Gather rebroadcasts its join every join timeout, and
+        one still Operational enters Gather on the first join it receives)."""
+        g = self.gather
+        silent = (self.silence_watch & (g.my_proc_set - g.my_fail_set)) - g.heard
+        self.silence_watch = set()
+        if not silent:
+            return
+        g.my_fail_set |= silent
+        g.consensus = {self.node_id}
+        out.append(Record.of("silent", nodes=sorted(silent)))
+        self._send_join(out)
+        self._check_consensus(out)
+
     # ---- membership: Commit
 
     def _enter_commit(self, out: Out, reason: str) -> None:
-        for t in (T_JOIN, T_CONSENSUS):
+        for t in (T_JOIN, T_CONSENSUS, T_SILENCE):
             out.append(CancelTimer(t))
         self._set_state(CO, out, reason)
         out.append(SetTimer(T_TOKEN_LOSS, self.token_timeout))
