@@ -287,6 +287,9 @@ def throughput(
         "latency_p99_ms": round(max(s["latency"]["p99_ms"] or 0 for s in summaries), 2),
         "peak_rss_mb": round(max(s["max_rss_kb"] for s in summaries) / 1024, 1),
         "views_at_end": len({s["view"]["id"] if s["view"] else None for s in b.values()}),
+        # views installed during the measured window, summed over the nodes: 0 means no
+        # false suspicion at this load (issue 30, item 3)
+        "view_changes": sum(b[n]["metrics"]["views"] - a[n]["metrics"]["views"] for n in ids),
     }
     if settings:
         result["settings"] = settings
