@@ -24,6 +24,7 @@ REGRESSIONS = {
     "regress_exactly_half_lock": "mutual_exclusion",
     "regress_911_universe": "convergence",
     "regress_chaos_messages_lost": "delivery_progress",
+    "regress_no_token_to_copy": "delivery_progress",
 }
 
 
@@ -86,3 +87,30 @@ def test_a_node_delivers_every_message_it_submitted_in_chaos() -> None:
     delivered = {(r["node"], r["msg"]) for r in rows if r["kind"] == "deliver"}
     assert len(submitted) > 200
     assert sorted(submitted - delivered) == []
+
+
+def test_a_majority_that_never_held_the_token_starts_a_fresh_one() -> None:
+    """A, the only holder of the token, crashes for good; B never held it and C
+    restarts: the two are a majority of three and form a ring from a fresh token
+    (before the fix they starved to the end, delivering nothing)."""
+    sc = load_scenario(SCENARIOS / "regress_no_token_to_copy.toml")
+    rows = Simulation(sc, seed=sc.seed).run().events()
+    live, quiet = live_and_quiet(sc)
+    assert live == {"B", "C"}
+    created = [r for r in rows if r["kind"] == "token" and r["detail"]["op"] == "created"]
+    assert {r["node"] for r in created} >= {"A", "C"}  # A at boot, C from nothing
+    after = {
+        (r["node"], tuple(sorted(r["members"])))
+        for r in rows
+        if r["kind"] == "view" and r["t"] > quiet
+    }
+    assert {("B", ("B", "C")), ("C", ("B", "C"))} <= after
+    restart = max(a.at for a in sc.nemesis if a.action == "restart" and a.node == "C")
+    for node, since in (("B", 0), ("C", restart)):
+        mine = {
+            r["msg"]
+            for r in rows
+            if r["kind"] == "submit" and r["node"] == node and r["t"] >= since
+        }
+        got = {r["msg"] for r in rows if r["kind"] == "deliver" and r["node"] == node}
+        assert mine and mine <= got, sorted(mine - got)[:5]

@@ -517,8 +517,19 @@ class RaincoreMachine:
         """ "That node would receive its own 911 message with the status field YES. It will
         enter Eating state and create a new token making a copy of its lastToken." """
         base = self.lastToken
+        fresh = base is None
         if base is None:
-            return [Record.of("911", op="answer", status="YES", note="no token to copy")]
+            # Decision 28: no voter has a copy (this node never held the token, and a
+            # voter holding a newer one would have vetoed), so the ring starts from a
+            # fresh token, as at initialization, numbered above every voter's.
+            base = Token(
+                TOKEN_SIGNATURE,
+                max(m.sequence_number, self.lastTokenSeq),
+                (self.node_id,),
+                0,
+                0,
+                self.globalViewNumber,
+            )
         if self.yieldedUntil is not None and now < self.yieldedUntil:
             # Decision: this node voted for a 911 with a newer token since it sent its own.
             return [Record.of("911", op="answer", status="YES", note="yielded")]
@@ -548,7 +559,7 @@ class RaincoreMachine:
         self.yieldedUntil = None
         out: list[Effect] = [
             CancelTimer(STARVING_TIMER),
-            Record.of("token", op="regenerated", seq=token.sequence_number),
+            Record.of("token", op="created" if fresh else "regenerated", seq=token.sequence_number),
             self._record_state("regenerated"),
         ]
         out.extend(self._eat(now, came_round=False))
