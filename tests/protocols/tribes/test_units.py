@@ -51,7 +51,14 @@ def test_every_action_is_a_method_and_every_running_state_lists_every_event() ->
 def test_registered_through_the_entry_point() -> None:
     spec = registry.get("tribes")
     assert spec is SPEC and "tribes" in registry.builtin_names()
-    assert spec.claims == {"view_agreement", "leader_agreement", "convergence", "integrity", "fifo"}
+    assert spec.claims == {
+        "view_agreement",
+        "leader_agreement",
+        "convergence",
+        "integrity",
+        "fifo",
+        "delivery_progress",
+    }
     assert spec.wire_ids == (0x0300, 0x03FF)
 
 

@@ -84,7 +84,14 @@ SPEC = register(
         # confirmed view installs it with the same members and leader; application
         # multicast is per-sender FIFO with no total order.
         claims=frozenset(
-            {"view_agreement", "leader_agreement", "convergence", "integrity", "fifo"}
+            {
+                "view_agreement",
+                "leader_agreement",
+                "convergence",
+                "integrity",
+                "fifo",
+                "delivery_progress",
+            }
         ),
         total_orders=None,
         order_scope="view",
