@@ -722,13 +722,10 @@ class TotemMachine:
         broke up from which no join has come since is failed now, not at the consensus
         timeout (a live member in Gather rebroadcasts its join every join timeout, and
         one still Operational enters Gather on the first join it receives)."""
-        g = self.gather
-        silent = (self.silence_watch & (g.my_proc_set - g.my_fail_set)) - g.heard
+        silent = self.gather.fail_unheard(self.silence_watch)
         self.silence_watch = set()
         if not silent:
             return
-        g.my_fail_set |= silent
-        g.consensus = {self.node_id}
         out.append(Record.of("silent", nodes=sorted(silent)))
         self._send_join(out)
         self._check_consensus(out)

@@ -115,11 +115,20 @@ class Gatherer:
         A member that keeps sending joins is alive: it is not failed for disagreeing (its
         sets only grow, so agreement comes), consensus just starts over. True if any failed.
         """
-        missing = (self.my_proc_set - self.my_fail_set) - self.heard
-        self.my_fail_set |= missing
+        missing = self.fail_unheard(self.my_proc_set)
         self.consensus = {self.me}
         self.heard = {self.me}
         return bool(missing)
+
+    def fail_unheard(self, among: set[str]) -> set[str]:
+        """Fail the live members of ``among`` whose join has not arrived since the last
+        consensus timeout (or the start of Gather); consensus starts over if any was.
+        Returns them."""
+        missing = (among & (self.my_proc_set - self.my_fail_set)) - self.heard
+        if missing:
+            self.my_fail_set |= missing
+            self.consensus = {self.me}
+        return missing
 
     def representative(self) -> str:
         return self.members()[0]
