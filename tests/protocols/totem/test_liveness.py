@@ -13,19 +13,28 @@ from pathlib import Path
 
 import pytest
 
-from ringcast.core.effects import CancelTimer, Multicast
+from ringcast.core.effects import CancelTimer, Multicast, Record, Send
 from ringcast.core.events import Received, Start
 from ringcast.core.machine import MachineContext
 from ringcast.protocols.totem import SPEC
-from ringcast.protocols.totem._messages import CommitToken, Join, MergeDetect, RingId
+from ringcast.protocols.totem._messages import (
+    CommitToken,
+    Join,
+    MergeDetect,
+    RingId,
+    Token,
+    TokenAck,
+)
 from ringcast.protocols.totem._state import State
 from ringcast.protocols.totem.machine import T_TOKEN_RETRANSMIT, TotemMachine
 from ringcast.protocols.totem.membership import Gatherer
-from ringcast.sim import Simulation, load_scenario
+from ringcast.sim import Simulation, load_scenario, parse_scenario
 
 from . import checks
 from .hostile import TOKEN_TIMEOUT, run, settle_time
-from .test_hardening import in_commit
+from .test_hardening import _machine_in, in_commit
+
+MS = 1_000_000
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios" / "totem"
 
@@ -173,11 +182,13 @@ def test_twenty_percent_loss_settles_within_twenty_token_timeouts(nodes: int) ->
         assert st is not None and st <= 20 * TOKEN_TIMEOUT, (seed, st)
 
 
-def _failover(const: int, seed: int) -> tuple[float, list[dict]]:
+def _failover(const: int, seed: int, unanswered: bool = False) -> tuple[float, list[dict]]:
     """``scenarios/totem/crash.toml`` (5 nodes, C crashed at 600 ms) with
-    ``join_silence_const``: ms from the crash to the last survivor's ring without C."""
+    ``join_silence_const`` and ``fail_unanswered``: ms from the crash to the last
+    survivor's ring without C."""
     sc = load_scenario(SCENARIOS / "crash.toml")
-    sc = dataclasses.replace(sc, settings={**sc.settings, "join_silence_const": const})
+    settings = {"join_silence_const": const, "fail_unanswered": unanswered}
+    sc = dataclasses.replace(sc, settings={**sc.settings, **settings})
     rows = Simulation(sc, seed=seed).run().events()
     crash = next(r["t"] for r in rows if r["kind"] == "fault")
     first: dict[str, int] = {}
@@ -191,8 +202,9 @@ def _failover(const: int, seed: int) -> tuple[float, list[dict]]:
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_silent_member_is_failed_after_join_silence_const_join_timeouts(seed: int) -> None:
-    """Off (the default), a crashed member is failed at the consensus timeout: the
-    survivors' new ring comes after token_timeout + consensus_timeout (200 + 240 ms).
+    """Off (the default), and with ``fail_unanswered`` off too (the seed's rule), a
+    crashed member is failed at the consensus timeout: the survivors' new ring comes
+    after token_timeout + consensus_timeout (200 + 240 ms).
     With ``join_silence_const`` 3 it is failed 3 join timeouts (60 ms) into Gather, and
     only it: every live member sent a join by then."""
     off, rows_off = _failover(0, seed)
@@ -204,3 +216,100 @@ def test_a_silent_member_is_failed_after_join_silence_const_join_timeouts(seed: 
     assert silent and all(r["detail"]["nodes"] == ["C"] for r in silent)
     for check in (checks.view_agreement, checks.virtual_synchrony, checks.safe_delivery):
         assert check(rows_on) == []
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_next_node_that_never_answered_the_token_is_failed_on_entering_gather(
+    seed: int,
+) -> None:
+    """``fail_unanswered`` (the default): B passed the token to C, which crashed, and
+    retransmitted it unanswered until the others' token loss. B enters Gather with C
+    already failed, its first join says so, the others merge it, and the survivors'
+    ring comes about token_timeout (200 ms) after the crash, not token_timeout +
+    consensus_timeout (440 ms); only C is failed, and only by B, its predecessor."""
+    on, rows = _failover(0, seed, unanswered=True)
+    assert 200 <= on < 230, on
+    unanswered = [r for r in rows if r["kind"] == "unanswered"]
+    assert unanswered and {(r["node"], r["detail"]["node"]) for r in unanswered} == {("B", "C")}
+    assert not [r for r in rows if r["kind"] == "silent"]
+    for check in (checks.view_agreement, checks.virtual_synchrony, checks.safe_delivery):
+        assert check(rows) == []
+
+
+def _passed_token_to_p3(at: int) -> tuple[TotemMachine, Token]:
+    """P2 of an operational ring {P1, P2, P3} that passed the token to P3 at ``at`` ns
+    and is retransmitting it: nothing from P3 since."""
+    m = _machine_in("operational")
+    tok = Token(m.ring_id, m.last_token_seq + 1, m.log.high_seq, m.log.my_aru, "", (), 0, 0)
+    m.last_token_seq = tok.token_seq
+    m.last_sent, m.sent_at, m.rt_armed = ("P3", tok), at, True
+    return m, tok
+
+
+def test_a_next_node_is_failed_only_after_half_the_token_timeout_unanswered() -> None:
+    """A join that takes P2 to Gather less than half a token timeout after it passed
+    the token fails nobody: the token is simply on its way. Once it has gone unanswered
+    for half the token timeout (100 ms), P3 is failed at once, and the first join says
+    so."""
+    t0 = 1_000_000_000
+    join = Join("P1", 0, ("P1", "P2", "P3"), ())
+    m, _ = _passed_token_to_p3(t0)
+    m.handle(Received("P1", dataclasses.replace(join, ring_seq=m.highest_seq)), t0 + 99 * MS)
+    assert m.state is State.GATHER and m.gather.my_fail_set == set()
+    m, _ = _passed_token_to_p3(t0)
+    out = m.handle(Received("P1", dataclasses.replace(join, ring_seq=m.highest_seq)), t0 + 100 * MS)
+    assert m.state is State.GATHER and m.gather.my_fail_set == {"P3"}
+    assert [e.fields for e in out if type(e) is Record and e.kind == "unanswered"] == [
+        {"node": "P3"}
+    ]
+    joins = [e.msg for e in out if type(e) is Multicast and type(e.msg) is Join]
+    assert joins and joins[0].fail_set == ("P3",)
+
+
+def test_fail_unanswered_off_keeps_the_seed_rule() -> None:
+    m, _ = _passed_token_to_p3(0)
+    m.fail_unanswered = False
+    m.handle(Received("P1", Join("P1", m.highest_seq, ("P1", "P2", "P3"), ())), TOKEN_TIMEOUT)
+    assert m.state is State.GATHER and m.gather.my_fail_set == set()
+
+
+def test_a_retransmitted_token_is_answered_and_the_answer_stops_the_retransmission() -> None:
+    """P3 already had the token P2 retransmits: it answers with a TokenAck, and P2, which
+    then knows P3 is alive, stops retransmitting and will not fail it. An answer for
+    another token, or from another node, changes nothing."""
+    m, tok = _passed_token_to_p3(0)
+    out = m.handle(Received("P1", tok), 5 * MS)  # a copy of a token P2 already had
+    assert Send("P1", TokenAck(tok.ring_id, tok.token_seq)) in out
+    for wrong in (
+        Received("P1", TokenAck(tok.ring_id, tok.token_seq)),
+        Received("P3", TokenAck(tok.ring_id, tok.token_seq - 1)),
+        Received("P3", TokenAck(RingId(tok.ring_id.seq + 4, "P1"), tok.token_seq)),
+    ):
+        m.handle(wrong, 6 * MS)
+        assert m.rt_armed
+    out = m.handle(Received("P3", TokenAck(tok.ring_id, tok.token_seq)), 7 * MS)
+    assert not m.rt_armed and CancelTimer(T_TOKEN_RETRANSMIT) in out
+    m.handle(Received("P1", Join("P1", m.highest_seq, ("P1", "P2", "P3"), ())), TOKEN_TIMEOUT)
+    assert m.state is State.GATHER and m.gather.my_fail_set == set()
+
+
+def test_at_idle_only_the_dead_nodes_predecessor_fails_it() -> None:
+    """An idle ring (the token held a while at each node, so nothing but the token shows
+    that it moved on): C crashes. A's token went to B, which passed it to C, and A sees
+    nothing of it either; B's answers to A's retransmissions keep A from failing B. B,
+    whose retransmissions to C go unanswered, fails C: about one token timeout."""
+    doc = {
+        "name": "idle_crash",
+        "protocol": "totem",
+        "nodes": ["A", "B", "C"],
+        "duration": "1500ms",
+        "network": {"latency": {"dist": "uniform", "low": "100us", "high": "400us"}},
+        "nemesis": [{"at": "600ms", "action": "crash", "node": "C"}],
+    }
+    for seed in (1, 2, 3):
+        rows = Simulation(parse_scenario(doc), seed=seed).run().events()
+        unanswered = {(r["node"], r["detail"]["node"]) for r in rows if r["kind"] == "unanswered"}
+        assert unanswered == {("B", "C")}, unanswered
+        views = [r for r in rows if r["kind"] == "view" and r["t"] > 600 * MS]
+        assert views and all(r["members"] == ["A", "B"] for r in views)
+        assert max(r["t"] for r in views) - 600 * MS < TOKEN_TIMEOUT + 20 * MS

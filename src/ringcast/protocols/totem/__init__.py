@@ -25,6 +25,12 @@ SETTINGS: dict[str, Setting] = {
     "join_silence_const": Setting(
         "int", 0, "Gather: fail a last-ring member silent this many join timeouts (0: off)", 0
     ),
+    "fail_unanswered": Setting(
+        "bool",
+        True,
+        "answer retransmitted tokens; in Gather, fail at once the next node if the token "
+        "passed to it went unanswered for half the token timeout",
+    ),
     "merge_detect_timeout": Setting(
         "duration", 200_000_000, "interval of the representative's merge-detect message", 1
     ),
@@ -95,7 +101,7 @@ SPEC = register(
         ),
         # extended virtual synchrony: total order among deliveries of one configuration
         order_scope="view",
-        trace_kinds=("token", "retransmit", "silent"),
+        trace_kinds=("token", "retransmit", "silent", "unanswered"),
         timeout="token_timeout",
         wire_ids=(0x0200, 0x02FF),  # and the redundant ring's 0x0501-0x0502
         networks=None,  # the redundant ring uses any number (rrp_mode)

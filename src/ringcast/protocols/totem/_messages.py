@@ -147,6 +147,21 @@ class MergeDetect:
     sender: str
 
 
+@wire(0x020A)
+@dataclass(frozen=True, slots=True)
+class TokenAck:
+    """Not the seed's: the answer to a retransmitted token that had already arrived.
+
+    A node that receives again a token it has already passed on (its predecessor saw no
+    sign of it and retransmitted it) answers with this, so that the predecessor stops
+    retransmitting and knows the node is alive (docs/protocols/totem.md, "Failing the
+    next node when the token goes unanswered").
+    """
+
+    ring_id: RingId
+    token_seq: int
+
+
 MESSAGE_TYPES: tuple[type, ...] = (
     RingId,
     Chunk,
@@ -157,4 +172,5 @@ MESSAGE_TYPES: tuple[type, ...] = (
     MembEntry,
     CommitToken,
     MergeDetect,
+    TokenAck,
 )

@@ -30,6 +30,7 @@ class Ev(enum.Enum):
 
     MCAST = "regular message"
     TOKEN = "regular token"
+    TOKEN_ACK = "token ack"
     FOREIGN = "foreign message"
     JOIN = "join message"
     COMMIT_TOKEN = "commit token"
@@ -52,6 +53,8 @@ TRANSITIONS: dict[tuple[State, Ev], Transition[State]] = {
     (OP, Ev.JOIN): Transition("join", (OP, GA)),
     (OP, Ev.TOKEN_LOSS): Transition("token_loss", (GA,)),
     (OP, Ev.TOKEN_RETRANSMIT): Transition("token_retransmit", (OP,)),
+    # (not the seed's: the next node answers a retransmitted token it already had)
+    (OP, Ev.TOKEN_ACK): Transition("token_ack", (OP,)),
     (OP, Ev.FAIL_TO_RECV): Transition("fail_to_recv", (GA,)),
     # Gather: joins are exchanged until consensus; the representative then sends the
     # commit token, a member accepting it moves to Commit.
@@ -80,6 +83,7 @@ TRANSITIONS: dict[tuple[State, Ev], Transition[State]] = {
     (RE, Ev.COMMIT_TOKEN): Transition("commit_token", (RE,)),
     (RE, Ev.TOKEN_LOSS): Transition("token_loss", (GA,)),
     (RE, Ev.TOKEN_RETRANSMIT): Transition("token_retransmit", (RE,)),
+    (RE, Ev.TOKEN_ACK): Transition("token_ack", (RE,)),
 }
 
 INITIAL = GA

@@ -45,6 +45,7 @@ from ringcast.protocols.totem._messages import (
     RecoveryMcast,
     RingId,
     Token,
+    TokenAck,
 )
 from ringcast.protocols.totem.ordering import RTR_MAX
 
@@ -282,6 +283,13 @@ def merge_detect(m: object, src: str) -> str | None:
     if type(m) is not MergeDetect:
         return "not a merge-detect message"
     return ring_id(m.ring_id) or _node("sender", m.sender)
+
+
+def token_ack(a: object) -> str | None:
+    """An answer to a retransmitted token: a ring id and a token_seq."""
+    if type(a) is not TokenAck:
+        return "not a token ack"
+    return ring_id(a.ring_id) or _seq("token_seq", a.token_seq)
 
 
 def second_rotation(ct: CommitToken, accepted: CommitToken) -> str | None:

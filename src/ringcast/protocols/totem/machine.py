@@ -39,6 +39,7 @@ from ringcast.protocols.totem._messages import (
     RecoveryMcast,
     RingId,
     Token,
+    TokenAck,
 )
 from ringcast.protocols.totem._state import INITIAL, TABLE, Ev, State
 from ringcast.protocols.totem.membership import Gatherer, new_commit_token
@@ -80,6 +81,7 @@ class TotemMachine:
         self.consensus_timeout: int = s["consensus_timeout"]
         self.join_silence_const: int = s["join_silence_const"]
         self.silence_watch: set[str] = set()  # last-ring members the silence timer judges
+        self.fail_unanswered: bool = s["fail_unanswered"]
         self.merge_detect_timeout: int = s["merge_detect_timeout"]
         self.fail_to_recv_const: int = s["fail_to_recv_const"]
         self.seqno_unchanged_const: int = s["seqno_unchanged_const"]
@@ -105,6 +107,7 @@ class TotemMachine:
         self.last_sent: tuple[str, Token | CommitToken] | None = None
         self.rt_armed = False
         self.sent_seq = 0  # the seq on the token last passed on
+        self.sent_at = 0  # when it was passed on (retransmissions do not count)
         self.held: Token | None = None
         self.my_prev_trc = 0
         self.my_pbl = 0
@@ -123,6 +126,7 @@ class TotemMachine:
             "commit_token": self._act_commit_token,
             "token_loss": self._act_token_loss,
             "token_retransmit": self._act_token_retransmit,
+            "token_ack": self._act_token_ack,
             "join_timeout": self._act_join_timeout,
             "consensus_timeout": self._act_consensus_timeout,
             "silence_timeout": self._act_silence_timeout,
@@ -209,7 +213,13 @@ class TotemMachine:
             if bad is not None:
                 self._invalid(msg, bad, out)
             else:
-                self._fire(Ev.TOKEN, out, msg)
+                self._fire(Ev.TOKEN, out, msg, False, src)
+        elif tp is TokenAck:
+            bad = _validate.token_ack(msg)
+            if bad is not None:
+                self._invalid(msg, bad, out)
+            else:
+                self._fire(Ev.TOKEN_ACK, out, src, msg)
         elif tp is Join:
             bad = _validate.join(msg, src)
             if bad is not None:
@@ -376,7 +386,7 @@ class TotemMachine:
 
     # ---- the token
 
-    def _act_token(self, out: Out, tok: Token, held: bool = False) -> None:
+    def _act_token(self, out: Out, tok: Token, held: bool = False, src: str = "") -> None:
         recovering = self.state is RE
         log = self.new_log if recovering else self.log
         if log is None or tok.ring_id != log.ring_id:
@@ -385,6 +395,10 @@ class TotemMachine:
         if not held:
             if tok.token_seq <= self.last_token_seq:
                 out.append(Record.of("drop", reason="duplicate token", token_seq=tok.token_seq))
+                if self.fail_unanswered and src and src != self.node_id:
+                    # A retransmission: the predecessor saw no sign of it; say it came
+                    # (with fail_unanswered off, the seed's behaviour: no answer).
+                    out.append(Send(src, TokenAck(tok.ring_id, tok.token_seq)))
                 return
             self.last_token_seq = tok.token_seq
             if self.rt_armed:
@@ -557,6 +571,7 @@ class TotemMachine:
         out.append(Send(nxt, tok))
         self.last_sent = (nxt, tok)
         self.sent_seq = tok.seq
+        self.sent_at = self.now
         self.rt_armed = True
         out.append(SetTimer(T_TOKEN_RETRANSMIT, self.token_retransmit_timeout))
 
@@ -573,6 +588,18 @@ class TotemMachine:
         out.append(Record.of("token", op="retransmit", token_seq=tok.token_seq, dst=dst))
         self.rt_armed = True
         out.append(SetTimer(T_TOKEN_RETRANSMIT, self.token_retransmit_timeout))
+
+    def _act_token_ack(self, out: Out, src: str, ack: TokenAck) -> None:
+        """The next node answered a retransmission: it has the token; stop resending."""
+        sent = self.last_sent
+        if (
+            sent is not None
+            and sent[0] == src
+            and type(sent[1]) is Token
+            and sent[1].ring_id == ack.ring_id
+            and sent[1].token_seq == ack.token_seq
+        ):
+            self._stop_retransmit(out)
 
     def _act_token_loss(self, out: Out) -> None:
         self._enter_gather(
@@ -599,6 +626,10 @@ class TotemMachine:
         if self.state is not GA or fresh:
             if self.state is not OP and not fresh:
                 procs = procs | self.gather.my_proc_set
+            unanswered = self._unanswered_next()
+            if unanswered is not None:
+                fails = fails | {unanswered}
+                out.append(Record.of("unanswered", node=unanswered))
             self.gather.start(procs, fails)
             self.alone_ok = False
             if self.join_silence_const and self.state is not GA:
@@ -612,6 +643,20 @@ class TotemMachine:
         self._send_join(out)
         out.append(SetTimer(T_CONSENSUS, self.consensus_timeout))
         self._check_consensus(out)
+
+    def _unanswered_next(self) -> str | None:
+        """The next node, if ``fail_unanswered`` is on and the regular token this node
+        passed it has gone unanswered for half the token timeout: no sign that it moved
+        on, and no :class:`TokenAck` for any retransmission (docs/protocols/totem.md,
+        "Failing the next node when the token goes unanswered")."""
+        sent = self.last_sent
+        if not (self.fail_unanswered and self.rt_armed and sent is not None):
+            return None
+        if type(sent[1]) is not Token:
+            return None
+        if 2 * (self.now - self.sent_at) < self.token_timeout:
+            return None
+        return sent[0]
 
     def _leave_ring_state(self, out: Out) -> None:
         """Stop the token machinery; forget a new ring that was not installed."""
@@ -747,6 +792,7 @@ class TotemMachine:
         out.append(Send(nxt, ct))
         self.last_sent = (nxt, ct)  # type: ignore[assignment]
         self.sent_seq = 1 << 62  # no frame is evidence for a commit token
+        self.sent_at = self.now
         self.rt_armed = True
         out.append(SetTimer(T_TOKEN_RETRANSMIT, self.token_retransmit_timeout))
 
