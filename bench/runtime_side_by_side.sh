@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Issue 30's side-by-side table in one command: corosync and ringcast, three nodes each in
+# network namespaces of their own, interleaved round by round, with the machine's load
+# average printed before every run (this machine is shared; read the ratios within a
+# round, never a figure from another day).
+#
+#   sudo bash bench/runtime_side_by_side.sh [ROUNDS] [-- RINGCAST_ARGS ...]
+#
+# Each round runs `bench/corosync_cpgbench.sh $SIZES` (throughput and latency at every
+# size, then its failover line), then `bench/runtime_throughput.py` at the same sizes with
+# RINGCAST_ARGS appended (e.g. `--security none` or `--set max_pending=24`). Every output
+# line is a JSON object; a {"load": ...} line precedes each run. Environment: SIZES
+# ("100 1000"), SECONDS_MEASURE (6), PYTHON (python3), and corosync_cpgbench.sh's own.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS=${1:-2}
+shift || true
+[ "${1:-}" = "--" ] && shift
+read -r -a SIZE_LIST <<<"${SIZES:-100 1000}"
+MEASURE=${SECONDS_MEASURE:-6}
+PY=${PYTHON:-python3}
+
+load() {
+    read -r one five fifteen _ </proc/loadavg
+    printf '{"round": %d, "before": "%s", "load": [%s, %s, %s]}\n' "$1" "$2" "$one" "$five" "$fifteen"
+}
+
+size_args=()
+for s in "${SIZE_LIST[@]}"; do size_args+=(--size "$s"); done
+
+for round in $(seq 1 "$ROUNDS"); do
+    load "$round" corosync
+    SECONDS_MEASURE=$MEASURE bash bench/corosync_cpgbench.sh "${SIZE_LIST[@]}" 2>/dev/null \
+        | grep '^{'
+    load "$round" ringcast
+    "$PY" bench/runtime_throughput.py --protocol totem --nodes 3 "${size_args[@]}" \
+        --seconds "$MEASURE" --no-failover --netns "$@" | grep '^{'
+done
+load "$ROUNDS" end
