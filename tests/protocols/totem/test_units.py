@@ -106,6 +106,15 @@ def test_flow_control_fair_share() -> None:
     assert allowance(backlog=0, my_pbl=0, my_tbl=0, **kw) == 0
 
 
+def test_an_id_longer_than_the_frame_with_an_empty_payload_goes_out_once() -> None:
+    """It used to be cut into 0 pieces, sent as frags=0 (invalid) for ever."""
+    p = Packer(64)
+    p.push("x" * 100, b"", False)
+    f = p.next_frame(R, 1, "a")
+    assert f is not None and [(c.frag, c.frags, c.payload) for c in f.chunks] == [(0, 1, b"")]
+    assert p.next_frame(R, 2, "a") is None
+
+
 def test_packing_and_fragmentation() -> None:
     p = Packer(300)
     p.push("a:1", b"1" * 50, False)

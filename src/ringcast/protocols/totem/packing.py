@@ -47,7 +47,7 @@ class Packer:
         cost = len(payload) + len(msg_id) + CHUNK_OVERHEAD
         if cost > budget or self.frag:
             piece = max(budget - len(msg_id) - CHUNK_OVERHEAD, 1)
-            frags = -(-len(payload) // piece)
+            frags = max(-(-len(payload) // piece), 1)  # an empty payload is one piece
             i = self.frag
             chunk = Chunk(msg_id, payload[i * piece : (i + 1) * piece], i, frags)
             if i + 1 == frags:
