@@ -107,7 +107,7 @@ class TotemMachine:
         self.last_sent: tuple[str, Token | CommitToken] | None = None
         self.rt_armed = False
         self.sent_seq = 0  # the seq on the token last passed on
-        self.sent_at = 0  # when it was passed on (retransmissions do not count)
+        self.sent_at = 0  # when the regular token was passed on (retransmissions do not count)
         self.held: Token | None = None
         self.my_prev_trc = 0
         self.my_pbl = 0
@@ -792,7 +792,6 @@ class TotemMachine:
         out.append(Send(nxt, ct))
         self.last_sent = (nxt, ct)  # type: ignore[assignment]
         self.sent_seq = 1 << 62  # no frame is evidence for a commit token
-        self.sent_at = self.now
         self.rt_armed = True
         out.append(SetTimer(T_TOKEN_RETRANSMIT, self.token_retransmit_timeout))
 
