@@ -184,6 +184,18 @@ class LogWatch:
             if isinstance(rec, dict):
                 self.records.append(rec)
 
+    def refresh(self) -> None:
+        """Read what the node logged since the last read."""
+        self._read_new()
+
+    def drain(self) -> None:
+        """Consume the pending change notifications (the file says the rest)."""
+        with contextlib.suppress(BlockingIOError):
+            os.read(self._fd, 65536)
+
+    def fileno(self) -> int:
+        return self._fd
+
     def wait_for(
         self, pred: Callable[[list[dict[str, Any]]], bool], timeout: float, what: str
     ) -> None:
@@ -226,3 +238,23 @@ def watching(log_dir: Path, nodes: Iterable[str]) -> Iterator[dict[str, LogWatch
     finally:
         for w in logs.values():
             w.close()
+
+
+def wait_all(
+    logs: Mapping[str, LogWatch], pred: Callable[[], bool], timeout: float, what: str
+) -> None:
+    """Until ``pred()`` holds over everything the ``logs`` hold (each re-read whenever a
+    log changes); fail after ``timeout`` s. For a condition across nodes, such as all
+    of them reporting the same last view."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for w in logs.values():
+            w.refresh()
+        if pred():
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            pytest.fail(f"{what}: not seen within {timeout}s")
+        ready, _, _ = select.select(list(logs.values()), [], [], left)
+        for w in ready:
+            w.drain()

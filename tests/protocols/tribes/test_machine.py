@@ -193,3 +193,78 @@ def test_a_beacon_overtaken_by_the_shutdown_does_not_bring_the_member_back() -> 
     assert "A" not in m.membership
     m.handle(Received("A", MemberBeacon(0, 300, 2)), 400 * MS)  # restarted: welcome back
     assert m.membership.members["A"].incarnation == 2
+
+
+def test_a_hearsay_member_is_probed_again_and_lost_when_cut_off() -> None:
+    m = _machine("C")
+    m.handle(TimerFired(START_TIMER), 120 * MS)  # alone: a view of C
+    tok = CoordRequest("A.1.1", "A", "A", (_cm("A"), _cm("B"), _cm("C")), ("A", "B", "C"))
+    out = m.handle(Received("B", tok), 130 * MS)
+    assert sorted(p.dst for p in _sends(out, CoordAlive)) == ["A", "B"]  # learnt: probed
+    m.handle(Received("A", CoordConf("A.1.1", "A:1", "A", tok.members)), 131 * MS)
+    assert m.getView() == ("A", "B", "C")
+    # cut off before any beacon of A or B arrived: no beacon, token or view reaches C.
+    # The first probes succeeded; a hearsay member is probed again after member_drop_time
+    out = m.handle(TimerFired("tribes:beacon"), 300 * MS)
+    assert _sends(out, CoordAlive) == []
+    out = m.handle(TimerFired("tribes:beacon"), 380 * MS)
+    probes = _sends(out, CoordAlive)
+    assert sorted(p.dst for p in probes) == ["A", "B"]
+    assert _sends(m.handle(TimerFired("tribes:beacon"), 430 * MS), CoordAlive) == []
+    for p in probes:
+        out = m.handle(SendFailed(p.dst, p.msg), 480 * MS)
+    assert m.getView() == ("C",) and m.getCoordinator() == "C"
+
+
+def test_a_node_partitioned_before_hearing_a_beacon_installs_a_view_of_itself() -> None:
+    # C restarts at 625 ms, between A's and B's beacons (every 50 ms from 0): it learns
+    # them from the election's token (hearsay) and is cut off at 631 ms, before their
+    # next beacon. It used to keep the view of three for ever.
+    sc = parse_scenario(
+        {
+            "protocol": "tribes",
+            "nodes": ["A", "B", "C"],
+            "duration": "2s",
+            "network": {"latency": "1ms"},
+            "nemesis": [
+                {"at": "100ms", "action": "crash", "node": "C"},
+                {"at": "625ms", "action": "restart", "node": "C"},
+                {"at": "631ms", "action": "partition", "groups": [["A", "B"], ["C"]]},
+            ],
+        }
+    )
+    res = Simulation(sc, seed=1).run()
+    added = [
+        r["detail"]
+        for r in res.events(kind="coord")
+        if r["node"] == "C" and 625 * MS < r["t"] < 631 * MS and r["detail"]["op"] == "memberAdded"
+    ]
+    assert added and all(d.get("hearsay") for d in added)
+    views = [(r["t"], tuple(r["members"])) for r in res.events(kind="view") if r["node"] == "C"]
+    assert views[-2][1] == ("A", "B", "C") and views[-2][0] < 631 * MS
+    assert views[-1][1] == ("C",) and views[-1][0] < 1100 * MS
+
+
+def test_a_confirmed_view_vouches_for_a_member_this_node_saw_disappear() -> None:
+    m = _machine("C")
+    _started(m, "A", "B")
+    m.handle(TimerFired("tribes:beacon"), 400 * MS)  # A and B silent since 1 ms: gone
+    assert m.getView() == ("C",) and m.membership.names() == set()
+    # the partition heals; A's round went on without C hearing a beacon yet
+    conf = CoordConf("A.1.5", "A:5", "A", (_cm("A"), _cm("B"), _cm("C")))
+    out = m.handle(Received("A", conf), 410 * MS)
+    assert m.getView() == ("A", "B", "C") and m.state is State.IDLE
+    assert m.membership.names() == {"A", "B"}
+    assert sorted(p.dst for p in _sends(out, CoordAlive)) == ["A", "B"]
+    # no view of C alone right after (it used to elect itself at once)
+    assert [e for e in out if isinstance(e, InstallView)] == [out[0]]
+    assert _sends(out, CoordRequest) == []
+
+
+def test_a_confirmed_view_does_not_bring_back_a_member_that_left() -> None:
+    m = _machine("C")
+    _started(m, "A", "B")
+    m.handle(Received("B", MemberShutdown(1)), 200 * MS)
+    conf = CoordConf("A.1.5", "A:5", "A", (_cm("A"), _cm("B"), _cm("C")))
+    m.handle(Received("A", conf), 210 * MS)
+    assert "B" not in m.membership

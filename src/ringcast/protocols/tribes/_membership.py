@@ -32,6 +32,8 @@ class Member:
     incarnation: int
     heard: int | None = None
     """Time of the last beacon, or None for a hearsay member."""
+    probed: int = 0
+    """A hearsay member: when it was learnt or last probed with ``COORD_ALIVE``."""
 
     @property
     def direct(self) -> bool:
@@ -121,18 +123,36 @@ class Membership:
         """This node saw this incarnation of the member disappear and has not heard of it since."""
         return cm.node not in self.members and self.departed.get(cm.node, 0) >= cm.incarnation
 
-    def learn(self, cm: CoordMember) -> bool:
+    def learn(self, cm: CoordMember, now: int, *, confirmed: bool = False) -> bool:
         """Add a member first learnt from a token or a view (hearsay); True if new.
-        A newer incarnation replaces a known one."""
-        if cm.node == self.me or self.knows_dead(cm):
+        A newer incarnation replaces a known one. A member of a ``confirmed`` view is
+        learnt even if this node saw it disappear (the view's leader vouches for it, and
+        the probe checks it), but not if it announced its shutdown."""
+        if cm.node == self.me or self.left.get(cm.node, 0) >= cm.incarnation:
             return False
+        if self.knows_dead(cm):
+            if not confirmed:
+                return False
+            del self.departed[cm.node]
         m = self.members.get(cm.node)
         if m is not None:
             if cm.incarnation > m.incarnation:
                 m.incarnation, m.priority, m.heard = cm.incarnation, cm.priority, None
+                m.probed = now
             return False
-        self.members[cm.node] = Member(cm.node, cm.priority, cm.incarnation, None)
+        self.members[cm.node] = Member(cm.node, cm.priority, cm.incarnation, None, now)
         return True
+
+    def probes_due(self, now: int) -> list[CoordMember]:
+        """Hearsay members neither learnt nor probed for ``drop_time``: each is to be
+        probed again now (a failed probe removes it)."""
+        due = []
+        for node in sorted(self.members):
+            m = self.members[node]
+            if m.heard is None and now - m.probed >= self.drop_time:
+                m.probed = now
+                due.append(m.wire())
+        return due
 
     def forget_hearsay(self, node: NodeId, incarnation: int) -> bool:
         """A report that ``node`` is gone: drop it unless this node hears it directly."""

@@ -268,6 +268,10 @@ class TribesMachine:
             ]
             for n in self.membership.expire(now):
                 out += self._step(Ev.MEMBER_DISAPPEARED, now, n)
+            # Decision: a hearsay member is probed again every member_drop_time, so a
+            # node cut off from it (no beacon, token or view reaches it) still loses it.
+            for cm in self.membership.probes_due(now):
+                out.append(Send(cm.node, CoordAlive(cm.incarnation), reliable=True))
             return out
         if name == START_TIMER:
             return self._step(Ev.STARTED, now)
@@ -388,7 +392,7 @@ class TribesMachine:
             self.state = State.IDLE
 
     def _mergeOnArrive(
-        self, tok_members: tuple[CoordMember, ...], gone: tuple[CoordMember, ...]
+        self, now: int, tok_members: tuple[CoordMember, ...], gone: tuple[CoordMember, ...]
     ) -> tuple[tuple[CoordMember, ...], tuple[CoordMember, ...], list[Effect]]:
         """The token's knowledge and this node's, merged: (members, gone, effects).
 
@@ -396,7 +400,7 @@ class TribesMachine:
         incarnation) is struck and reported ``gone``; a ``gone`` report removes a hearsay
         member but not one this node hears directly (direct evidence wins); a member new
         to this node is added as hearsay at once and probed with ``COORD_ALIVE`` in the
-        background."""
+        background (and again every ``member_drop_time`` while it stays hearsay)."""
         ms = self.membership
         out: list[Effect] = []
         gone_map = {g.node: g for g in gone}
@@ -425,7 +429,7 @@ class TribesMachine:
             if mine is not None and mine.incarnation > cm.incarnation:
                 continue  # the token lists an older incarnation; mine is added below
             merged[cm.node] = cm
-            if ms.learn(cm):
+            if ms.learn(cm, now):
                 out.append(Record.of("coord", op="memberAdded", node=cm.node, hearsay=True))
                 out.append(Send(cm.node, CoordAlive(cm.incarnation), reliable=True))
         for m in ms.members.values():
@@ -439,7 +443,7 @@ class TribesMachine:
         if tok.id != self.suggestedviewId:
             return self._drop(sender, f"stale token {tok.id}")
         self._leave_starting()
-        members, gone, out = self._mergeOnArrive(tok.members, tok.gone)
+        members, gone, out = self._mergeOnArrive(now, tok.members, tok.gone)
         tok = replace(tok, leader=members[0].node, members=members, gone=gone)
         self.lastToken = tok
         if members[0].node == self.node_id:
@@ -453,7 +457,7 @@ class TribesMachine:
         if tok.id in self.concluded:
             return self._drop(sender, f"token {tok.id} of a concluded election")
         self._leave_starting()
-        members, gone, out = self._mergeOnArrive(tok.members, tok.gone)
+        members, gone, out = self._mergeOnArrive(now, tok.members, tok.gone)
         tok = replace(tok, leader=members[0].node, members=members, gone=gone)
         self.lastToken = tok
         if members[0].node == self.node_id:
@@ -548,16 +552,19 @@ class TribesMachine:
         self.view, self.viewId, self.leader = conf.members, conf.view_id, conf.leader
         self.concluded.append(conf.id)
         ms = self.membership
-        for cm in conf.members:
-            if cm.node != self.node_id:
-                ms.learn(cm)
-        for node in sorted(ms.names() - set(names)):
-            if not ms.members[node].direct:
-                ms.remove(node)  # hearsay the group did not confirm
         out: list[Effect] = [
             InstallView(View(conf.view_id, names)),
             LeaderChanged(conf.leader, conf.view_id),
         ]
+        # Decision: the confirmed view vouches for its members, even one this node saw
+        # disappear (a partition healing as the round goes); new ones are probed.
+        for cm in conf.members:
+            if cm.node != self.node_id and ms.learn(cm, now, confirmed=True):
+                out.append(Record.of("coord", op="memberAdded", node=cm.node, hearsay=True))
+                out.append(Send(cm.node, CoordAlive(cm.incarnation), reliable=True))
+        for node in sorted(ms.names() - set(names)):
+            if not ms.members[node].direct:
+                ms.remove(node)  # hearsay the group did not confirm
         if self.suggestedviewId == conf.id or self.suggestedView == conf.members:
             self.suggestedviewId, self.suggestedView = None, ()
         if self.suggestedviewId is not None:
