@@ -15,7 +15,7 @@ import time
 from ringcast.core.effects import Deliver
 from ringcast.core.events import Received
 from ringcast.protocols.totem._messages import Chunk, Mcast, Token
-from ringcast.protocols.totem.packing import CHUNK_OVERHEAD
+from ringcast.protocols.totem.packing import CHUNK_OVERHEAD, frame_overhead
 from ringcast.sim import Simulation, parse_scenario
 
 
@@ -38,7 +38,9 @@ def run(size: int, frames: int) -> tuple[float, int]:
     m = operational_machine()
     ring = m.ring_id
     frame_size = m.packer.frame_size
-    per_frame = max(frame_size // (size + 8 + CHUNK_OVERHEAD), 1)
+    per_frame = max(
+        (frame_size - frame_overhead(ring, m.node_id)) // (size + 8 + CHUNK_OVERHEAD), 1
+    )
     base = m.log.my_aru
     token_seq = m.last_token_seq + 1000
     payload = b"x" * size

@@ -3,6 +3,7 @@ control, packing and fragmentation, and a machine fed bad or unexpected messages
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -115,6 +116,36 @@ def test_an_id_longer_than_the_frame_with_an_empty_payload_goes_out_once() -> No
     assert p.next_frame(R, 2, "a") is None
 
 
+@pytest.mark.parametrize("frame_size", [64, 300, 1400, 8800])
+def test_every_frame_encodes_within_frame_size(frame_size: int) -> None:
+    """frame_size bounds the encoded frame, headers included (it used to count the chunks
+    only, with an estimate 8 bytes short a chunk: full 1400-byte frames of 100 B messages
+    were 1,512 bytes, and IP-fragmented on a 1500-byte MTU)."""
+    rng = random.Random(frame_size)
+    p = Packer(frame_size)
+    ring = RingId(123456, "node-é1")
+    for i in range(300):
+        msg_id = rng.choice(["n1", "nœud-2", "x" * 30]) + f":{i}"
+        p.push(msg_id, b"p" * rng.choice([0, 1, 100, 1000, 3000]), rng.random() < 0.2)
+    frames = 0
+    while (f := p.next_frame(ring, 10**9 + frames, "node-é1")) is not None:
+        frames += 1
+        size = len(encode(f, sender="node-é1"))
+        smallest_piece = len(f.chunks) == 1 and len(f.chunks[0].payload) <= 1
+        assert size <= frame_size or smallest_piece, (size, f.chunks[0].msg_id)
+    assert frames > 0
+
+
+def test_a_full_default_frame_of_100_byte_messages_fits_a_1500_byte_mtu() -> None:
+    p = Packer(1400)
+    for i in range(30):
+        p.push(f"n1:{i + 10000}", b"x" * 100, False)
+    f = p.next_frame(R, 1, "n1")
+    assert f is not None and len(f.chunks) == 10
+    # + the HMAC envelope (17 + sender + 32 bytes) + UDP/IP (28)
+    assert len(encode(f, sender="n1")) + 17 + 2 + 32 + 28 <= 1500
+
+
 def test_packing_and_fragmentation() -> None:
     p = Packer(300)
     p.push("a:1", b"1" * 50, False)
@@ -128,13 +159,14 @@ def test_packing_and_fragmentation() -> None:
     frags = []
     while (f := p.next_frame(R, 3, "a")) is not None:
         frags.append(f.chunks[0])
-    assert len(frags) == 4 and all(c.frags == 4 for c in frags)
+    # a 300-byte frame less its header and the chunk's: pieces of about 220 bytes
+    assert len(frags) == 5 and all(c.frags == 5 for c in frags)
     r = Reassembler()
     outs = [r.feed("a", c) for c in frags]
-    assert outs[:3] == [None] * 3 and outs[3] == b"4" * 1000
+    assert outs[:4] == [None] * 4 and outs[4] == b"4" * 1000
     # a missing piece loses the message, never a garbled payload
     assert r.feed("a", frags[0]) is None and r.feed("a", frags[2]) is None
-    assert r.feed("a", frags[3]) is None
+    assert r.feed("a", frags[4]) is None
 
 
 def _machine(node: str = "P1", **settings: object) -> object:

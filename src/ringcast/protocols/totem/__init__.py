@@ -38,7 +38,13 @@ SETTINGS: dict[str, Setting] = {
     "seqno_unchanged_const": Setting("int", 30, "idle visits before the token is held", 1),
     "window_size": Setting("int", 50, "frames broadcast per rotation, all members", 1),
     "max_messages": Setting("int", 17, "frames one node broadcasts per token visit", 1),
-    "frame_size": Setting("int", 1400, "bytes of messages packed into one frame", 64),
+    "frame_size": Setting(
+        "int",
+        1400,
+        "bytes of an encoded frame (its headers and the messages packed into it); with the "
+        "runtime's envelope and IP/UDP headers the default stays within a 1500-byte MTU",
+        64,
+    ),
     "max_pending": Setting("int", 256, "pending submits before Backpressure(True)", 2),
     # The redundant ring (docs/protocols/totem-rrp.md); corosync 2's names and defaults.
     "rrp_mode": Setting("str", "none", f"redundant ring: {', '.join(MODES)}"),
