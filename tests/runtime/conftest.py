@@ -221,6 +221,13 @@ class LogWatch:
             "node ready",
         )
 
+    def last_view_id(self) -> str | None:
+        """The id of the last regular view this log reports installed."""
+        for r in reversed(self.records):
+            if r.get("msg") == "view installed" and not r.get("transitional"):
+                return str(r.get("view"))
+        return None
+
     def last_view(self) -> tuple[str, ...] | None:
         """Members of the last regular view this log reports installed."""
         for r in reversed(self.records):
