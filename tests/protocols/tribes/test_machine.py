@@ -268,3 +268,14 @@ def test_a_confirmed_view_does_not_bring_back_a_member_that_left() -> None:
     conf = CoordConf("A.1.5", "A:5", "A", (_cm("A"), _cm("B"), _cm("C")))
     m.handle(Received("A", conf), 210 * MS)
     assert "B" not in m.membership
+
+
+def test_a_confirmed_view_does_not_bring_back_an_older_incarnation() -> None:
+    m = _machine("C")
+    _started(m, "A", "B")
+    m.handle(Received("B", MemberBeacon(0, 300, 2)), 200 * MS)  # B restarted: 1 is gone
+    m.handle(TimerFired("tribes:beacon"), 500 * MS)  # and B (2) falls silent: gone too
+    assert m.membership.departed["B"] == 2
+    conf = CoordConf("A.1.5", "A:5", "A", (_cm("A"), _cm("B", 1), _cm("C")))
+    m.handle(Received("A", conf), 510 * MS)
+    assert "B" not in m.membership

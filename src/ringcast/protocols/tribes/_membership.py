@@ -126,13 +126,13 @@ class Membership:
     def learn(self, cm: CoordMember, now: int, *, confirmed: bool = False) -> bool:
         """Add a member first learnt from a token or a view (hearsay); True if new.
         A newer incarnation replaces a known one. A member of a ``confirmed`` view is
-        learnt even if this node saw it disappear (the view's leader vouches for it, and
-        the probe checks it), but not if it announced its shutdown."""
+        learnt even if this node saw that incarnation disappear (the view's leader vouches
+        for it, and the probe checks it), but not if it announced its shutdown."""
         if cm.node == self.me or self.left.get(cm.node, 0) >= cm.incarnation:
             return False
         if self.knows_dead(cm):
-            if not confirmed:
-                return False
+            if not confirmed or self.departed[cm.node] > cm.incarnation:
+                return False  # (a view listing an incarnation older than one seen gone)
             del self.departed[cm.node]
         m = self.members.get(cm.node)
         if m is not None:
