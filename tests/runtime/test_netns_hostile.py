@@ -85,7 +85,8 @@ def test_flapping_links_on_a_lossy_network_then_one_view_and_every_claim_holds(
         nodes.stop()
     doc = check_paths(spark, [tmp_path / "trace"], protocol=protocol)
     props = doc["properties"]
-    assert doc["ok"] is True, {n: p["counterexamples"] for n, p in props.items()}
+    violated = {n: p["counterexamples"] for n, p in props.items() if p["status"] != "holds"}
+    assert doc["ok"] is True, {n: v for n, v in violated.items() if v}
     # every property the protocol claims was checked over the run, and holds (but mutual
     # exclusion: `ringcast node`'s load takes no lock, so there is nothing to check)
     want = {n: "not applicable" if n == "mutual_exclusion" else "holds" for n in claims(protocol)}
