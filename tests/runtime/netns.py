@@ -235,6 +235,16 @@ class Nodes:
                     p.kill()
                     p.wait()
 
+    def pause(self, node: str) -> None:
+        """SIGSTOP ``node``: it stops where it is (a long GC pause, a frozen VM)."""
+        self.procs[node].send_signal(signal.SIGSTOP)
+
+    def resume(self, node: str) -> None:
+        """SIGCONT ``node`` (harmless if it runs)."""
+        p = self.procs[node]
+        if p.poll() is None:
+            p.send_signal(signal.SIGCONT)
+
     def kill(self, node: str) -> None:
         """kill -9 ``node`` and reap it."""
         p = self.procs[node]

@@ -1,7 +1,8 @@
 """Every protocol on a hostile real network: 30 % loss on the bridge while the links of
-the three hosts flap, overlapping (two hosts down at once at one point); then the
-network heals. Every node must end in one view of all three, and the lab's checks must
-hold over the nodes' real traces (the claims of each protocol, as over simulated ones).
+the three hosts flap, overlapping (two hosts down at once at one point), and one node's
+process is stopped for a second; then the network heals. Every node must end in one
+view of all three, and the lab's checks must hold over the nodes' real traces (the
+claims of each protocol, as over simulated ones).
 
 The schedule is fixed (not drawn at random), so a failure names the protocol and the
 step; the timing of a real network still varies from run to run, and the assertions are
@@ -25,9 +26,11 @@ from .netns import Lab, Nodes, await_views, lab_cluster, requires_netns
 
 pytestmark = requires_netns
 
-# (seconds after the start of the storm, host, "down" | "up"): n3 flaps, n2 goes down
-# while n3 is down (a partition into three), n1 (the lowest id, a leader or coordinator
-# in several protocols) flaps, and n3 flaps faster than any timeout.
+# (seconds after the start of the storm, host, action): n3's link flaps, n2's goes down
+# while n3's is down (a partition into three), n1's (the lowest id, a leader or
+# coordinator in several protocols) flaps, n3's flaps faster than any timeout; then n1's
+# process is stopped for a second (SIGSTOP: a long GC pause, a frozen VM) and resumes
+# with its state a second old.
 STORM = [
     (0.00, "n3", "down"),
     (0.30, "n2", "down"),
@@ -41,17 +44,24 @@ STORM = [
     (1.45, "n3", "up"),
     (1.60, "n2", "down"),
     (2.40, "n2", "up"),
+    (2.60, "n1", "pause"),
+    (3.60, "n1", "resume"),
 ]
 
 
-def _storm(the_lab: Lab) -> None:
-    """Play STORM on the lab's links (the schedule is the fault, so the test keeps time)."""
+def _storm(the_lab: Lab, nodes: Nodes) -> None:
+    """Play STORM (the schedule is the fault, so the test keeps time)."""
     start = time.monotonic()
-    for at, host, state in STORM:
+    for at, host, action in STORM:
         left = start + at - time.monotonic()
         if left > 0:
             time.sleep(left)
-        the_lab.link(host, 0, state)
+        if action == "pause":
+            nodes.pause(host)
+        elif action == "resume":
+            nodes.resume(host)
+        else:
+            the_lab.link(host, 0, action)
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -67,11 +77,12 @@ def test_flapping_links_on_a_lossy_network_then_one_view_and_every_claim_holds(
         await_views(logs, dict.fromkeys(HOSTS, everyone), 30, "initial view")
         bridge_lab.lossy(0, 30)
         try:
-            _storm(bridge_lab)
+            _storm(bridge_lab, nodes)
         finally:
             bridge_lab.lossy(0, None)
             for host in HOSTS:
                 bridge_lab.link(host, 0, "up")
+                nodes.resume(host)
         # One view of all three, the same at every node at the same moment.
         wait_all(
             logs,
