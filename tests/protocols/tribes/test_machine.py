@@ -279,3 +279,22 @@ def test_a_confirmed_view_does_not_bring_back_an_older_incarnation() -> None:
     conf = CoordConf("A.1.5", "A:5", "A", (_cm("A"), _cm("B", 1), _cm("C")))
     m.handle(Received("A", conf), 510 * MS)
     assert "B" not in m.membership
+
+
+def test_the_node_a_token_comes_from_is_alive_even_if_seen_gone() -> None:
+    # B was paused past member_drop_time: on resuming it finds A and C silent (gone),
+    # then A's token. It used to strike A (and C), take the token over alone and
+    # confirm a view of itself at once (waiting -> idle, a transition not in the table,
+    # hostile seed 832).
+    m = _machine("B")
+    _started(m, "A", "C")
+    m.handle(TimerFired("tribes:beacon"), 400 * MS)
+    assert m.membership.names() == set()
+    tok = CoordRequest("A.1.3", "A", "A", (_cm("A"), _cm("B"), _cm("C")), ("A", "B", "C"))
+    out = m.handle(Received("A", tok), 401 * MS)
+    assert "A" in m.membership and "C" not in m.membership
+    (fwd,) = _sends(out, CoordRequest)
+    assert [x.node for x in fwd.msg.members] == ["A", "B"] and fwd.dst == "A"
+    assert [g.node for g in fwd.msg.gone] == ["C"]
+    assert [p.dst for p in _sends(out, CoordAlive)] == ["A"]
+    assert not [e for e in out if isinstance(e, InstallView)] and m.state is State.WAITING

@@ -123,15 +123,16 @@ class Membership:
         """This node saw this incarnation of the member disappear and has not heard of it since."""
         return cm.node not in self.members and self.departed.get(cm.node, 0) >= cm.incarnation
 
-    def learn(self, cm: CoordMember, now: int, *, confirmed: bool = False) -> bool:
+    def learn(self, cm: CoordMember, now: int, *, vouched: bool = False) -> bool:
         """Add a member first learnt from a token or a view (hearsay); True if new.
-        A newer incarnation replaces a known one. A member of a ``confirmed`` view is
-        learnt even if this node saw that incarnation disappear (the view's leader vouches
-        for it, and the probe checks it), but not if it announced its shutdown."""
+        A newer incarnation replaces a known one. A ``vouched`` member (listed in a
+        confirmed view, or the node a token came from) is learnt even if this node saw
+        that incarnation disappear (the probe checks it), but not if it announced its
+        shutdown."""
         if cm.node == self.me or self.left.get(cm.node, 0) >= cm.incarnation:
             return False
         if self.knows_dead(cm):
-            if not confirmed or self.departed[cm.node] > cm.incarnation:
+            if not vouched or self.departed[cm.node] > cm.incarnation:
                 return False  # (a view listing an incarnation older than one seen gone)
             del self.departed[cm.node]
         m = self.members.get(cm.node)

@@ -392,7 +392,11 @@ class TribesMachine:
             self.state = State.IDLE
 
     def _mergeOnArrive(
-        self, now: int, tok_members: tuple[CoordMember, ...], gone: tuple[CoordMember, ...]
+        self,
+        now: int,
+        tok_members: tuple[CoordMember, ...],
+        gone: tuple[CoordMember, ...],
+        sender: NodeId,
     ) -> tuple[tuple[CoordMember, ...], tuple[CoordMember, ...], list[Effect]]:
         """The token's knowledge and this node's, merged: (members, gone, effects).
 
@@ -400,7 +404,9 @@ class TribesMachine:
         incarnation) is struck and reported ``gone``; a ``gone`` report removes a hearsay
         member but not one this node hears directly (direct evidence wins); a member new
         to this node is added as hearsay at once and probed with ``COORD_ALIVE`` in the
-        background (and again every ``member_drop_time`` while it stays hearsay)."""
+        background (and again every ``member_drop_time`` while it stays hearsay). The
+        token's ``sender`` is alive: it is never struck, and if this node saw it
+        disappear it is learnt again as hearsay."""
         ms = self.membership
         out: list[Effect] = []
         gone_map = {g.node: g for g in gone}
@@ -422,14 +428,15 @@ class TribesMachine:
             g = gone_map.get(cm.node)
             if g is not None and g.incarnation >= cm.incarnation:
                 continue
-            if ms.knows_dead(cm):
+            vouched = cm.node == sender  # it sent this token: alive, whatever this node saw
+            if ms.knows_dead(cm) and not vouched:
                 gone_map[cm.node] = cm
                 continue
             mine = ms.members.get(cm.node)
             if mine is not None and mine.incarnation > cm.incarnation:
                 continue  # the token lists an older incarnation; mine is added below
             merged[cm.node] = cm
-            if ms.learn(cm, now):
+            if ms.learn(cm, now, vouched=vouched):
                 out.append(Record.of("coord", op="memberAdded", node=cm.node, hearsay=True))
                 out.append(Send(cm.node, CoordAlive(cm.incarnation), reliable=True))
         for m in ms.members.values():
@@ -443,7 +450,7 @@ class TribesMachine:
         if tok.id != self.suggestedviewId:
             return self._drop(sender, f"stale token {tok.id}")
         self._leave_starting()
-        members, gone, out = self._mergeOnArrive(now, tok.members, tok.gone)
+        members, gone, out = self._mergeOnArrive(now, tok.members, tok.gone, sender)
         tok = replace(tok, leader=members[0].node, members=members, gone=gone)
         self.lastToken = tok
         if members[0].node == self.node_id:
@@ -457,7 +464,7 @@ class TribesMachine:
         if tok.id in self.concluded:
             return self._drop(sender, f"token {tok.id} of a concluded election")
         self._leave_starting()
-        members, gone, out = self._mergeOnArrive(now, tok.members, tok.gone)
+        members, gone, out = self._mergeOnArrive(now, tok.members, tok.gone, sender)
         tok = replace(tok, leader=members[0].node, members=members, gone=gone)
         self.lastToken = tok
         if members[0].node == self.node_id:
@@ -559,7 +566,7 @@ class TribesMachine:
         # Decision: the confirmed view vouches for its members, even one this node saw
         # disappear (a partition healing as the round goes); new ones are probed.
         for cm in conf.members:
-            if cm.node != self.node_id and ms.learn(cm, now, confirmed=True):
+            if cm.node != self.node_id and ms.learn(cm, now, vouched=True):
                 out.append(Record.of("coord", op="memberAdded", node=cm.node, hearsay=True))
                 out.append(Send(cm.node, CoordAlive(cm.incarnation), reliable=True))
         for node in sorted(ms.names() - set(names)):
