@@ -55,16 +55,14 @@ def test_the_sinks_rows_are_rows_of_the_schema() -> None:
     ]
 
 
-def test_the_sink_stamps_its_own_clock_and_calls_on_full_at_its_limit() -> None:
+def test_the_sink_shifts_the_hosts_time_and_calls_on_full_at_its_limit() -> None:
     full: list[int] = []
-    sink = TraceSink(
-        "r", "A", index=itertools.count().__next__, clock=lambda: 42, limit=2, on_full=None
-    )
+    sink = TraceSink("r", "A", index=itertools.count().__next__, shift=40, limit=2, on_full=None)
     sink.on_full = lambda: full.append(len(sink.rows))
     sink.add(1, "a")
     assert full == []
     sink.add(2, "b")
-    assert full == [2] and [r[2] for r in sink.rows] == [42, 42]
+    assert full == [2] and [r[2] for r in sink.rows] == [41, 42]
 
 
 def test_a_record_is_split_as_make_row_splits_it() -> None:

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -336,3 +337,32 @@ def test_the_simulator_and_the_runtime_name_their_protocol(tmp_path):
     (segment,) = sorted((tmp_path / "rt").glob("*.parquet"))
     assert trace_protocol(segment) == "totem"
     assert read_trace(segment).num_rows == 1
+
+
+def test_a_runtime_row_is_stamped_with_its_events_time_on_the_wall_clock_axis(
+    tmp_path: Path,
+) -> None:
+    """Rows of one event share its time, however long carrying its effects out takes
+    (a row after a send used to read the clock again, and could come out later than
+    the receiver's row about that packet); the axis is wall time since the origin."""
+    from ringcast.runtime.storage import StateStore
+    from ringcast.runtime.tracelog import TraceLog
+
+    origin = time.time_ns() - 5_000_000_000
+    log = TraceLog(
+        tmp_path / "rt",
+        run="r",
+        node="A",
+        fmt="jsonl",
+        origin_ns=origin,
+        store=StateStore(tmp_path / "state", fsync=False),
+        boot=1,
+    )
+    now = time.monotonic_ns()
+    log.add(now, "token", detail='{"op":"sent"}')
+    log.add(now, "state")
+    stamps = [r[2] for r in log.sink.rows]
+    assert stamps[0] == stamps[1]
+    # the event's monotonic time, moved onto the run's axis: about 5 s after the origin
+    assert 4_000_000_000 < stamps[0] < 60_000_000_000
+    log.close()

@@ -420,7 +420,7 @@ class NodeHost:
 
     def _row(self, kind: str, **cols: Any) -> None:
         if self._trace is not None:
-            self._trace.add(0, kind, **cols)
+            self._trace.add(self._now(), kind, **cols)
 
 
 class _RuntimeIO:

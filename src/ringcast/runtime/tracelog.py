@@ -6,7 +6,8 @@ Rows are buffered in memory and cut into segments every ``rotate_ns`` of wall ti
 ``<node>.<boot>.<segment>.<ext>``, so a reader never sees a half-written file and a
 node killed with ``kill -9`` loses at most its current segment.
 
-``t`` is wall-clock nanoseconds since the run's origin (shared by every node of a
+``t`` is the time of the row's event on the host's monotonic clock, moved onto wall-clock
+nanoseconds since the run's origin (shared by every node of a
 cluster started together); ``i`` comes from a :class:`~ringcast.runtime.storage.Reservation`
 so it keeps increasing across restarts of the node.
 """
@@ -58,21 +59,20 @@ class TraceLog:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"trace-{node}")
         self._pending: list[Future[None]] = []
         self.rows_written = 0
-        # Rows are stamped with wall-clock time since the run's origin, shared by every
-        # node of the cluster, instead of the host's monotonic time.
+        # A row's t is the host's time of its event (the loop's monotonic clock, read
+        # once an event, before any of its effects is carried out, as the simulator's
+        # virtual time), moved onto wall-clock time since the run's origin, which every
+        # node of the cluster shares: the offset is read once, here.
         self.sink = TraceSink(
             run,
             node,
             index=self._index.take,
-            clock=self._wall,
+            shift=time.time_ns() - origin_ns - time.monotonic_ns(),
             limit=max_rows,
             on_full=self.cut,
         )
         """The node's trace sink (the interpreter's, and the host's own rows')."""
         self.add = self.sink.add
-
-    def _wall(self) -> int:
-        return time.time_ns() - self.origin
 
     def tick(self) -> None:
         """Cut a segment when its time is up (called periodically by the host)."""

@@ -38,11 +38,12 @@ class TraceSink:
     order) and the runtime's rotating trace log.
 
     ``index`` gives each row's ``i`` (a counter; the runtime's survives restarts);
-    ``clock``, when given, stamps ``t`` instead of the host's time (the runtime's
-    wall clock); ``on_full`` is called once :attr:`rows` holds ``limit`` rows.
+    ``shift`` is added to the host's time ``t`` (the runtime moves its monotonic clock
+    onto the run's wall-clock axis); ``on_full`` is called once :attr:`rows` holds
+    ``limit`` rows.
     """
 
-    __slots__ = ("clock", "index", "limit", "node", "on_full", "rows", "run")
+    __slots__ = ("index", "limit", "node", "on_full", "rows", "run", "shift")
 
     def __init__(
         self,
@@ -51,7 +52,7 @@ class TraceSink:
         rows: list[tuple[Any, ...]] | None = None,
         *,
         index: Callable[[], int],
-        clock: Callable[[], int] | None = None,
+        shift: int = 0,
         limit: int = sys.maxsize,
         on_full: Callable[[], None] | None = None,
     ):
@@ -59,7 +60,7 @@ class TraceSink:
         self.node = node
         self.rows: list[tuple[Any, ...]] = [] if rows is None else rows
         self.index = index
-        self.clock = clock
+        self.shift = shift
         self.limit = limit
         self.on_full = on_full
 
@@ -78,13 +79,12 @@ class TraceSink:
     ) -> None:
         """One row: ``t`` the host's time of the event, ``detail`` JSON text (or None),
         ``network`` the network a packet travelled on (None for other events)."""
-        clock = self.clock
         rows = self.rows
         rows.append(
             (
                 self.run,
                 self.node,
-                t if clock is None else clock(),
+                t + self.shift,
                 self.index(),
                 kind,
                 msg,

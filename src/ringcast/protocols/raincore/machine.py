@@ -617,14 +617,10 @@ class RaincoreMachine:
         self.lastToken = token
         self.token = None
         self.tokenState = TokenState.HUNGRY
-        # The token's passing is recorded before the send: a host stamps a row when it
-        # carries the effect out, and the next node may stamp its receipt before this
-        # node would have stamped a row that came after the send (a real network, a
-        # process preempted in between), which would show two nodes Eating at once.
         return [
             self._persist(),
-            Record.of("token", op="sent", seq=token.sequence_number, dst=dest),
             Send(dest, token, reliable=True),
+            Record.of("token", op="sent", seq=token.sequence_number, dst=dest),
             SetTimer(HUNGRY_TIMER, self.settings.hungry_timeout),
         ]
 
@@ -754,8 +750,8 @@ class RaincoreMachine:
                 destination=nodelist.index(nxt),
                 reserved_by=(),
             )
+            out.append(Send(nxt, token, reliable=True))
             out.append(Record.of("token", op="sent", seq=token.sequence_number, dst=nxt))
-            out.append(Send(nxt, token, reliable=True))  # (recorded first: _send_token)
         self.token = None
         return out
 
