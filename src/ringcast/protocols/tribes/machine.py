@@ -108,6 +108,17 @@ def _ordered(members: list[CoordMember]) -> tuple[CoordMember, ...]:
     return tuple(sorted(members, key=lambda m: _order.key(m.priority, m.node)))
 
 
+def _probe(cm: CoordMember) -> Send:
+    """The non-blocking ``alive()``: a reliable ``COORD_ALIVE``; its failure-on-delivery
+    drops the member if it is still hearsay (:meth:`TribesMachine._send_failed`)."""
+    return Send(cm.node, CoordAlive(cm.incarnation), reliable=True)
+
+
+def _hearsay_added(cm: CoordMember) -> list[Effect]:
+    """A member learnt by hearsay: memberAdded(mbr, false), and probed."""
+    return [Record.of("coord", op="memberAdded", node=cm.node, hearsay=True), _probe(cm)]
+
+
 class TribesMachine:
     """One node's auto-merging, non-blocking coordinator election (sans-IO)."""
 
@@ -270,8 +281,7 @@ class TribesMachine:
                 out += self._step(Ev.MEMBER_DISAPPEARED, now, n)
             # Decision: a hearsay member is probed again every member_drop_time, so a
             # node cut off from it (no beacon, token or view reaches it) still loses it.
-            for cm in self.membership.probes_due(now):
-                out.append(Send(cm.node, CoordAlive(cm.incarnation), reliable=True))
+            out += map(_probe, self.membership.probes_due(now))
             return out
         if name == START_TIMER:
             return self._step(Ev.STARTED, now)
@@ -437,8 +447,7 @@ class TribesMachine:
                 continue  # the token lists an older incarnation; mine is added below
             merged[cm.node] = cm
             if ms.learn(cm, now, vouched=vouched):
-                out.append(Record.of("coord", op="memberAdded", node=cm.node, hearsay=True))
-                out.append(Send(cm.node, CoordAlive(cm.incarnation), reliable=True))
+                out += _hearsay_added(cm)
         for m in ms.members.values():
             merged[m.node] = m.wire()
         merged[self.node_id] = self.me
@@ -567,8 +576,7 @@ class TribesMachine:
         # disappear (a partition healing as the round goes); new ones are probed.
         for cm in conf.members:
             if cm.node != self.node_id and ms.learn(cm, now, vouched=True):
-                out.append(Record.of("coord", op="memberAdded", node=cm.node, hearsay=True))
-                out.append(Send(cm.node, CoordAlive(cm.incarnation), reliable=True))
+                out += _hearsay_added(cm)
         for node in sorted(ms.names() - set(names)):
             if not ms.members[node].direct:
                 ms.remove(node)  # hearsay the group did not confirm
