@@ -14,13 +14,15 @@ traces.
     python bench/runtime_throughput.py [--protocol totem] [--nodes 3] [--size 100]
         [--seconds 8] [--warmup 2] [--repeat 3] [--set window_size=50]
         [--no-failover] [--failover-only] [--profile DIR] [--netns]
-        [--security hmac|aes-gcm|none] [--transport udpu|multicast]
+        [--security hmac|aes-gcm|none] [--transport udpu|multicast] [--no-udp-offload]
 
 ``--netns`` (root) runs each node in a network namespace of its own on a bridge, as
 ``bench/corosync_cpgbench.sh`` runs corosync, instead of on loopback.
 ``--security`` picks the datagram security (default ``hmac``; ``none`` sends frames
 without a tag, as corosync's udpu does). ``--transport multicast`` sends a frame once
 to an IP multicast group instead of once to each peer (the default ``udpu``).
+``--no-udp-offload`` sets the cluster's ``udp_offload = false``: one ``sendto`` a
+datagram instead of one segmented ``sendmsg`` a run (``docs/runtime.md``).
 ``--set key=value`` passes a protocol setting (as in a cluster file's ``[settings]``).
 ``--profile DIR`` runs every node under cProfile and writes ``DIR/<run>-<node>.pstats``
 and a text summary of the busiest functions of the first node, ``DIR/<run>.txt``.
@@ -212,6 +214,7 @@ def throughput(
     netns: bool = False,
     security: str = "hmac",
     transport: str = "udpu",
+    udp_offload: bool = True,
 ) -> dict[str, Any]:
     run = f"{protocol}-{nodes}x{size}"
     ids = node_ids(nodes)
@@ -227,6 +230,10 @@ def throughput(
             settings=settings or None,
             security=security,
         )
+        if not udp_offload:
+            path.write_text(
+                path.read_text().replace("[cluster]\n", "[cluster]\nudp_offload = false\n", 1)
+            )
         if transport == "multicast":
             text = path.read_text().replace('transport = "udpu"', 'transport = "multicast"')
             path.write_text(text + '\n[[network]]\nmulticast = "239.192.79.1:5406"\n')
@@ -297,6 +304,8 @@ def throughput(
         result["security"] = security
     if transport != "udpu":
         result["transport"] = transport
+    if not udp_offload:
+        result["udp_offload"] = False
     if netns:
         result["netns"] = True
     return result
@@ -386,6 +395,7 @@ def main() -> None:
     ap.add_argument("--netns", action="store_true", help="one network namespace a node (root)")
     ap.add_argument("--security", default="hmac", choices=["hmac", "aes-gcm", "none"])
     ap.add_argument("--transport", default="udpu", choices=["udpu", "multicast"])
+    ap.add_argument("--no-udp-offload", action="store_true", help="udp_offload = false")
     args = ap.parse_args()
     protocols = args.protocol or ["totem", "raincore"]
     settings = dict(args.set)
@@ -408,6 +418,7 @@ def main() -> None:
                             args.netns,
                             args.security,
                             args.transport,
+                            not args.no_udp_offload,
                         )
                         runs.append(r)
                         print(json.dumps(r), flush=True)

@@ -6,6 +6,7 @@ Example::
     name = "demo"
     protocol = "basic"            # any name in the protocol registry
     transport = "udpu"            # "udpu" (unicast fan-out) or "multicast"
+    udp_offload = true            # batch datagrams (UDP GSO/GRO) where the kernel has it
     security = "hmac"             # "hmac" (HMAC-SHA256), "aes-gcm", or "none" (no tag)
     key_file = "cluster.key"      # relative paths are relative to this file
     state_dir = "state"
@@ -74,6 +75,7 @@ class ClusterConfig:
     state_dir: Path
     trace_dir: Path | None
     transport: str = "udpu"
+    udp_offload: bool = True
     security: str = "hmac"
     multicast: tuple[Address, ...] = ()
     trace_format: str = "parquet"
@@ -163,6 +165,7 @@ _CLUSTER_KEYS = {
     "name",
     "protocol",
     "transport",
+    "udp_offload",
     "security",
     "key_file",
     "state_dir",
@@ -210,6 +213,9 @@ def parse_config(raw: Mapping[str, Any], *, base: Path, source: str = "<config>"
     trace_on = c.get("trace", True)
     if not isinstance(trace_on, bool):
         raise ConfigError(f"{w}.trace: expected true or false, got {trace_on!r}")
+    udp_offload = c.get("udp_offload", True)
+    if not isinstance(udp_offload, bool):
+        raise ConfigError(f"{w}.udp_offload: expected true or false, got {udp_offload!r}")
     trace_dir = base / _str(c, "trace_dir", w, "trace") if trace_on else None
     try:
         rotate = parse_duration(c.get("trace_rotate", "5s"), f"{w}.trace_rotate")
@@ -306,6 +312,7 @@ def parse_config(raw: Mapping[str, Any], *, base: Path, source: str = "<config>"
         state_dir=state_dir,
         trace_dir=trace_dir,
         transport=transport,
+        udp_offload=udp_offload,
         security=security,
         multicast=tuple(multicast),
         trace_format=trace_format,

@@ -158,7 +158,9 @@ class NodeHost:
             self.interp.trace = self._trace.sink
         self._loop = asyncio.get_running_loop()
         self._transport = UdpTransport(
-            self.node.addresses, groups=cfg.multicast if self._mcast else ()
+            self.node.addresses,
+            groups=cfg.multicast if self._mcast else (),
+            udp_offload=cfg.udp_offload,
         )
         await self._transport.open(self._on_datagram)
         ctx = MachineContext(
@@ -411,8 +413,21 @@ class NodeHost:
                     tr.send(packet, addr, net)
 
     def _apply(self, effects: list[Any], now: int | None = None) -> None:
-        """Carry out ``effects`` (the shared interpreter), then re-arm the loop timer."""
-        self.interp.apply(effects, self._now() if now is None else now)
+        """Carry out ``effects`` (the shared interpreter), then re-arm the loop timer.
+
+        The datagrams the effects send are held until all of them are carried out, then
+        sent batched (``UdpTransport.cork``): a token visit's frames leave in one system
+        call a peer where the platform allows it, and the token after them.
+        """
+        tr = self._transport
+        if tr is None:
+            self.interp.apply(effects, self._now() if now is None else now)
+        else:
+            tr.cork()
+            try:
+                self.interp.apply(effects, self._now() if now is None else now)
+            finally:
+                tr.uncork()
         if self._rearm:
             self._rearm = False
             if self.running:

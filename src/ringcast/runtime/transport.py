@@ -15,6 +15,20 @@ Sending never blocks and never queues without bound: when the kernel's socket
 buffer is full, the datagram waits in a user-space queue flushed when the socket is
 writable again, and once that queue holds more than ``max_buffer`` bytes further
 datagrams are dropped (UDP semantics; the protocol retransmits) and counted.
+
+**Batched system calls (UDP segmentation and receive offload).** Between ``cork()`` and
+``uncork()`` (the host corks around the effects of one event) datagrams are held; at
+``uncork()`` each destination's datagrams leave in as few ``sendmsg`` calls as Linux's
+UDP generic segmentation offload allows (``UDP_SEGMENT``, udp(7), Linux 4.18): one call
+carries a run of datagrams of one size (the last of a run may be shorter), and the
+kernel cuts it into the same datagrams on the wire, so the network stack is walked once
+a run instead of once a datagram. A receiving socket with ``UDP_GRO`` (Linux 5.0) gets
+such a run, or datagrams of one flow that the kernel coalesced, in one ``recvmsg`` with
+the segment size beside it and hands each datagram to the node on its own. Destinations
+are flushed in the order of their last datagram, so the token (sent last) leaves after
+the frames it follows. Where the platform lacks either option, or refuses a segment size
+(a datagram larger than the path's MTU), the datagrams go one ``sendto`` each, as when
+``udp_offload`` is off; receivers without ``UDP_GRO`` get ordinary datagrams.
 """
 
 from __future__ import annotations
@@ -22,28 +36,106 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import errno
 import socket
 import struct
+import sys
 from collections.abc import Callable
 
 from ringcast.runtime.config import Address
 
 SOCKET_BUFFER = 4 << 20
 READ_BATCH = 64
-"""Datagrams read from one socket per wake-up before other callbacks get a turn."""
+"""Datagrams (or coalesced runs of them) read from one socket per wake-up before other
+callbacks get a turn."""
 MAX_DATAGRAM = 65536
 
+# udp(7): the socket options of UDP segmentation (send) and receive offload (Linux only;
+# Python's socket module does not name them before 3.12).
+SOL_UDP = 17
+UDP_SEGMENT = 103
+UDP_GRO = 104
+MAX_SEGMENTS = 64
+"""The kernel's limit on datagrams in one segmented send (UDP_MAX_SEGMENTS)."""
+MAX_RUN_BYTES = 65_000
+"""Bytes in one segmented send: the run must fit one IP datagram's 16-bit length."""
+_GSO_TOO_BIG = {errno.EINVAL, errno.EMSGSIZE}
+"""A segmented send refused for its segment size (above the path's MTU): smaller may do."""
+_GSO_UNSUPPORTED = {errno.EIO, errno.EOPNOTSUPP, errno.ENOPROTOOPT}
+"""Refused for the path (no checksum offload, IPsec) or the kernel: never on this socket."""
+_GRO_ANCILLARY = socket.CMSG_SPACE(4)
+_U16 = struct.Struct("=H")
+_I32 = struct.Struct("=i")
+
 OnDatagram = Callable[[bytes, int], None]
+
+
+def _enable_gro(sock: socket.socket) -> bool:
+    """Turn on UDP receive offload on ``sock``; False where the platform has none."""
+    if sys.platform != "linux":
+        return False
+    try:
+        sock.setsockopt(SOL_UDP, UDP_GRO, 1)
+    except OSError:
+        return False
+    return True
+
+
+def _has_gso(sock: socket.socket) -> bool:
+    """True if the kernel knows UDP segmentation offload (it can read the option back)."""
+    if sys.platform != "linux":
+        return False
+    try:
+        sock.getsockopt(SOL_UDP, UDP_SEGMENT)
+    except OSError:
+        return False
+    return True
+
+
+def runs(packets: list[bytes], limit: int) -> list[list[bytes]]:
+    """Split one destination's ``packets`` (in order) into runs one segmented send can carry.
+
+    A run is datagrams of one size, at most ``MAX_SEGMENTS`` of them and ``MAX_RUN_BYTES``
+    in all, optionally ended by one shorter datagram (udp(7)); a datagram larger than
+    ``limit`` (the largest segment size the path takes) is a run of its own.
+    """
+    out: list[list[bytes]] = []
+    run: list[bytes] = []
+    size = total = 0
+    for p in packets:
+        n = len(p)
+        if run and n <= size and len(run) < MAX_SEGMENTS and total + n <= MAX_RUN_BYTES:
+            run.append(p)
+            total += n
+            if n == size:
+                continue
+            out.append(run)  # a shorter datagram ends the run
+            run = []
+            continue
+        if run:
+            out.append(run)
+        if n > limit:
+            out.append([p])
+            run = []
+            continue
+        run, size, total = [p], n, n
+    if run:
+        out.append(run)
+    return out
 
 
 class _Endpoint:
     """One bound socket: reads in batches, sends directly, queues only when the kernel is full."""
 
     __slots__ = (
+        "_gro",
+        "_gso_limit",
         "_loop",
         "_owner",
         "_queue",
         "_writing",
+        "corked",
+        "held",
         "network",
         "on_datagram",
         "queued_bytes",
@@ -66,7 +158,14 @@ class _Endpoint:
         self._queue: collections.deque[tuple[bytes, Address]] = collections.deque()
         self.queued_bytes = 0
         self._writing = False
-        loop.add_reader(sock.fileno(), self._read_ready)
+        self.corked = False
+        self.held: list[tuple[bytes, Address]] = []
+        offload = owner.udp_offload
+        self._gro = offload and _enable_gro(sock)
+        # the largest datagram a segmented send may carry (0: segmentation off); lowered
+        # when the kernel refuses a segment size (a datagram above the path's MTU)
+        self._gso_limit = MAX_RUN_BYTES if offload and _has_gso(sock) else 0
+        loop.add_reader(sock.fileno(), self._read_ready if not self._gro else self._read_gro)
 
     def _read_ready(self) -> None:
         recv = self.sock.recv
@@ -82,6 +181,81 @@ class _Endpoint:
                 # UDP carries on.
                 continue
             deliver(data, net)
+
+    def _read_gro(self) -> None:
+        """``_read_ready`` with receive offload: one read may hold a run of datagrams of
+        one size (the kernel gives the size beside it); each goes to the node on its own."""
+        recvmsg = self.sock.recvmsg
+        deliver = self.on_datagram
+        net = self.network
+        for _ in range(READ_BATCH):
+            try:
+                data, ancillary, _flags, _addr = recvmsg(MAX_DATAGRAM, _GRO_ANCILLARY)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                continue
+            size = 0
+            for level, kind, value in ancillary:
+                if level == SOL_UDP and kind == UDP_GRO and len(value) >= 4:
+                    (size,) = _I32.unpack_from(value)
+            if 0 < size < len(data):
+                for i in range(0, len(data), size):
+                    deliver(data[i : i + size], net)
+            else:
+                deliver(data, net)
+
+    def cork(self) -> None:
+        """Hold datagrams from now until :meth:`uncork`."""
+        self.corked = True
+
+    def uncork(self) -> None:
+        """Send the held datagrams: per destination in order, destinations in the order of
+        their last datagram, each run of equal sizes in one segmented send if it can."""
+        self.corked = False
+        held = self.held
+        if not held:
+            return
+        self.held = []
+        send = self._owner.count_sent
+        if len(held) == 1 or not self._gso_limit:
+            for packet, addr in held:
+                send(self.send(packet, addr), packet)
+            return
+        by_dst: dict[Address, list[bytes]] = {}
+        last: dict[Address, int] = {}
+        for i, (packet, addr) in enumerate(held):
+            by_dst.setdefault(addr, []).append(packet)
+            last[addr] = i
+        for addr in sorted(last, key=last.__getitem__):
+            for run in runs(by_dst[addr], self._gso_limit):
+                if len(run) == 1:
+                    send(self.send(run[0], addr), run[0])
+                else:
+                    self._send_run(run, addr)
+
+    def _send_run(self, run: list[bytes], addr: Address) -> None:
+        """One segmented send of ``run``; one ``sendto`` each if the kernel refuses it."""
+        send = self._owner.count_sent
+        if not self._queue:
+            try:
+                self.sock.sendmsg(run, [(SOL_UDP, UDP_SEGMENT, _U16.pack(len(run[0])))], 0, addr)
+            except (BlockingIOError, InterruptedError):
+                pass  # queued below, in order
+            except OSError as e:
+                if e.errno in _GSO_TOO_BIG:
+                    self._gso_limit = min(self._gso_limit, len(run[0]) - 1)
+                elif e.errno in _GSO_UNSUPPORTED:
+                    self._gso_limit = 0
+                for packet in run:
+                    send(self.send(packet, addr), packet)
+                return
+            else:
+                for packet in run:
+                    send(True, packet)
+                return
+        for packet in run:
+            send(self._enqueue(packet, addr), packet)
 
     def send(self, packet: bytes, addr: Address) -> bool | None:
         """Send now, or queue it; False if dropped because the queue is full, None if the
@@ -159,10 +333,12 @@ class UdpTransport:
         *,
         groups: tuple[Address, ...] = (),
         max_buffer: int = 8 << 20,
+        udp_offload: bool = True,
     ):
         self.addresses = addresses
         self.groups = groups
         self.max_buffer = max_buffer
+        self.udp_offload = udp_offload
         self._uni: list[_Endpoint] = []
         self._extra: list[_Endpoint] = []
         self.dropped_full = 0
@@ -203,7 +379,14 @@ class UdpTransport:
             raise
 
     def send(self, packet: bytes, addr: Address, network: int) -> None:
-        sent = self._uni[network].send(packet, addr)
+        ep = self._uni[network]
+        if ep.corked:
+            ep.held.append((packet, addr))
+        else:
+            self.count_sent(ep.send(packet, addr), packet)
+
+    def count_sent(self, sent: bool | None, packet: bytes) -> None:
+        """Count one datagram: sent (True), dropped on a full queue (False), refused (None)."""
         if sent:
             self.packets_out += 1
             self.bytes_out += len(packet)
@@ -211,6 +394,16 @@ class UdpTransport:
             self.send_errors += 1
         else:
             self.dropped_full += 1
+
+    def cork(self) -> None:
+        """Hold every datagram sent from now until :meth:`uncork` (see the module's doc)."""
+        for ep in self._uni:
+            ep.cork()
+
+    def uncork(self) -> None:
+        """Send what was held since :meth:`cork`, batched where the platform allows."""
+        for ep in self._uni:
+            ep.uncork()
 
     def multicast(self, packet: bytes, network: int) -> None:
         """Send once to the network's group (``multicast`` mode only)."""
