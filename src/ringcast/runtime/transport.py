@@ -63,7 +63,7 @@ _GSO_TOO_BIG = {errno.EINVAL, errno.EMSGSIZE}
 """A segmented send refused for its segment size (above the path's MTU): smaller may do."""
 _GSO_UNSUPPORTED = {errno.EIO, errno.EOPNOTSUPP, errno.ENOPROTOOPT}
 """Refused for the path (no checksum offload, IPsec) or the kernel: never on this socket."""
-_GRO_ANCILLARY = socket.CMSG_SPACE(4)
+_GRO_ANCILLARY = socket.CMSG_SPACE(4) if hasattr(socket, "CMSG_SPACE") else 0  # not on Windows
 _U16 = struct.Struct("=H")
 _I32 = struct.Struct("=i")
 
