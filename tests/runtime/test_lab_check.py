@@ -39,7 +39,19 @@ async def _run_group(tmp_path: Path, protocol: str, trace_format: str) -> None:
         for k in range(PER_NODE):
             for g in gs:
                 await g.multicast(f"{g.node_id}-{k}".encode(), order="agreed")
-        await asyncio.wait_for(asyncio.gather(*readers), 30)
+        try:
+            await asyncio.wait_for(asyncio.gather(*readers), 30)
+        except TimeoutError:  # say where it stood, for a failure seen once in a full run
+            where = {
+                g.node_id: {
+                    "delivered": len(got[g.node_id]),
+                    "state": g.host.state,
+                    "view": g.host.interp.view,
+                    "metrics": g.host.status()["metrics"],
+                }
+                for g in gs
+            }
+            raise AssertionError(f"not every delivery within 30 s: {where}") from None
         await gs[2].leave()
         await asyncio.gather(*(g.wait_view(lambda v: "C" not in v.members, 10) for g in gs[:2]))
 
