@@ -15,6 +15,7 @@ traces.
         [--seconds 8] [--warmup 2] [--repeat 3] [--set window_size=50]
         [--no-failover] [--failover-only] [--profile DIR] [--netns]
         [--security hmac|aes-gcm|none] [--transport udpu|multicast] [--no-udp-offload]
+        [--sched-rr]
 
 ``--netns`` (root) runs each node in a network namespace of its own on a bridge, as
 ``bench/corosync_cpgbench.sh`` runs corosync, instead of on loopback.
@@ -23,6 +24,8 @@ without a tag, as corosync's udpu does). ``--transport multicast`` sends a frame
 to an IP multicast group instead of once to each peer (the default ``udpu``).
 ``--no-udp-offload`` sets the cluster's ``udp_offload = false``: one ``sendto`` a
 datagram instead of one segmented ``sendmsg`` a run (``docs/runtime.md``).
+``--sched-rr`` runs the nodes with realtime scheduling (``ringcast node --sched-rr``), as
+corosync runs by default.
 ``--set key=value`` passes a protocol setting (as in a cluster file's ``[settings]``).
 ``--profile DIR`` runs every node under cProfile and writes ``DIR/<run>-<node>.pstats``
 and a text summary of the busiest functions of the first node, ``DIR/<run>.txt``.
@@ -215,6 +218,7 @@ def throughput(
     security: str = "hmac",
     transport: str = "udpu",
     udp_offload: bool = True,
+    sched_rr: bool = False,
 ) -> dict[str, Any]:
     run = f"{protocol}-{nodes}x{size}"
     ids = node_ids(nodes)
@@ -245,7 +249,8 @@ def throughput(
                 ).replace('"{}:{}"'.format(*n.status), f'"127.0.0.1:{9100 + k}"')
             path.write_text(text)
         cfg = load_config(path)
-        load = ["--rate", "0", "--size", str(size), "--summary"]
+        load = ["--rate", "0", "--size", str(size), *(["--sched-rr"] if sched_rr else [])]
+        load.append("--summary")
         procs = {
             n: _spawn(
                 path,
@@ -306,6 +311,8 @@ def throughput(
         result["transport"] = transport
     if not udp_offload:
         result["udp_offload"] = False
+    if sched_rr:
+        result["sched_rr"] = True
     if netns:
         result["netns"] = True
     return result
@@ -396,6 +403,7 @@ def main() -> None:
     ap.add_argument("--security", default="hmac", choices=["hmac", "aes-gcm", "none"])
     ap.add_argument("--transport", default="udpu", choices=["udpu", "multicast"])
     ap.add_argument("--no-udp-offload", action="store_true", help="udp_offload = false")
+    ap.add_argument("--sched-rr", action="store_true", help="ringcast node --sched-rr")
     args = ap.parse_args()
     protocols = args.protocol or ["totem", "raincore"]
     settings = dict(args.set)
@@ -419,6 +427,7 @@ def main() -> None:
                             args.security,
                             args.transport,
                             not args.no_udp_offload,
+                            args.sched_rr,
                         )
                         runs.append(r)
                         print(json.dumps(r), flush=True)

@@ -1,19 +1,24 @@
-"""The runtime's sub-commands: keygen, node (bad input), cluster up/status/down."""
+"""The runtime's sub-commands: keygen, node (bad input, --sched-rr), cluster up/status/down."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from ringcast.cli.main import main
 from ringcast.cli.runtime import gather_status, status_table
+from ringcast.runtime.cluster import spawn_node, write_cluster
 from ringcast.runtime.config import load_config
 
-from .conftest import PROTOCOLS, LogWatch, await_status, make_config
+from .conftest import PROTOCOLS, LogWatch, await_status, make_config, watching
 
 
 def test_keygen(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -75,3 +80,32 @@ def test_cluster_up_status_down(tmp_path: Path, capsys: pytest.CaptureFixture[st
         assert "node stopped" in (d / "logs" / f"{n}.log").read_text()
     assert main(["status", "--config", str(d / "cluster.toml")]) == 0
     assert "down" in capsys.readouterr().out
+
+
+def _may_take_sched_rr() -> bool:
+    """Whether a process of ours may take realtime scheduling here (CAP_SYS_NICE)."""
+    probe = "import os; os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(1))"
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
+
+
+def test_node_sched_rr_runs_the_process_with_realtime_scheduling(tmp_path: Path) -> None:
+    """``ringcast node --sched-rr`` takes round-robin realtime scheduling, as corosync does,
+    and says so when it is ready; without the privilege it says why and runs on."""
+    path = write_cluster(tmp_path, nodes=1, protocol="basic", trace=False)
+    proc = spawn_node(path, "n1", tmp_path, ["--sched-rr"])
+    try:
+        with watching(tmp_path, ["n1"]) as logs:
+            logs["n1"].wait_ready(0, 30)
+            ready = next(r for r in logs["n1"].records if r.get("msg") == "node ready")
+            refused = [
+                r for r in logs["n1"].records if r.get("msg") == "realtime scheduling refused"
+            ]
+            if _may_take_sched_rr():
+                assert os.sched_getscheduler(proc.pid) == os.SCHED_RR
+                assert ready["sched_rr"] is True and not refused
+            else:
+                assert os.sched_getscheduler(proc.pid) == os.SCHED_OTHER
+                assert ready["sched_rr"] is False and refused and refused[0]["reason"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)

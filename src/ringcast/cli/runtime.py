@@ -38,7 +38,9 @@ def _cmd_node(args: argparse.Namespace) -> int:
     if args.rate is not None:
         wl = Workload(args.rate, args.size, args.order, args.count, args.duration)
     try:
-        run_forever(run_node(cfg, args.id, workload=wl, summary=args.summary))
+        run_forever(
+            run_node(cfg, args.id, workload=wl, summary=args.summary, sched_rr=args.sched_rr)
+        )
     except KeyFileError as e:
         raise CliError(str(e)) from None
     except OSError as e:
@@ -174,6 +176,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     s.add_argument("--count", type=int, default=None, help="stop the load after this many")
     s.add_argument("--duration", type=float, default=None, help="stop the load after seconds")
     s.add_argument("--summary", type=Path, default=None, help="write a JSON summary here on exit")
+    s.add_argument(
+        "--sched-rr",
+        action="store_true",
+        help="realtime round-robin scheduling for this process, as corosync's sched_rr "
+        "(needs CAP_SYS_NICE; a warning and ordinary scheduling without it)",
+    )
     s.set_defaults(func=_cmd_node)
 
     c = sub.add_parser("cluster", help="start or stop a local cluster of node processes")

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import os
 import signal
 import struct
 import time
@@ -109,9 +110,12 @@ async def run_node(
     *,
     workload: Workload | None = None,
     summary: Path | None = None,
+    sched_rr: bool = False,
 ) -> dict[str, Any]:
-    """Run ``node_id`` until SIGTERM/SIGINT (or the workload's end with ``summary``)."""
+    """Run ``node_id`` until SIGTERM/SIGINT (or the workload's end with ``summary``);
+    ``sched_rr``: with realtime scheduling (:func:`set_sched_rr`), or a warning why not."""
     setup_logging(config.log_level)
+    refused = set_sched_rr() if sched_rr else None
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -126,9 +130,14 @@ async def run_node(
                 g.host.node.status, lambda: _status(g, lat), changed=g.host.changed
             )
             await status_srv.start()
+        if refused is not None:
+            g.host.log.warning("realtime scheduling refused", fields={"reason": refused})
         g.host.log.info(
             "node ready",
-            fields={"status": None if status_srv is None else "{}:{}".format(*g.host.node.status)},
+            fields={
+                "status": None if status_srv is None else "{}:{}".format(*g.host.node.status),
+                "sched_rr": sched_rr and refused is None,
+            },
         )
         consumer = asyncio.create_task(_consume(g, lat))
         gen = asyncio.create_task(_generate(g, workload, stop)) if workload else None
@@ -163,6 +172,26 @@ def _status(g: Group, lat: LatencyLog) -> dict[str, Any]:
     except ImportError:  # pragma: no cover - not on Linux
         pass
     return st
+
+
+def set_sched_rr() -> str | None:
+    """Give this process round-robin realtime scheduling at the highest priority, as
+    corosync does by default (its ``system.sched_rr``); return why not, or None.
+
+    For a node process that does nothing else (``ringcast node --sched-rr``): a node
+    waiting for the token is then not kept off the CPU by ordinary processes, which on a
+    busy machine decides whether it answers in time. It needs the privilege to
+    (``CAP_SYS_NICE``); the kernel keeps a share of each second for ordinary processes
+    (``sched_rt_runtime_us``).
+    """
+    if not hasattr(os, "sched_setscheduler"):
+        return "this platform has no sched_setscheduler"
+    try:
+        prio = os.sched_get_priority_max(os.SCHED_RR)
+        os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(prio))
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
 
 
 GC_THRESHOLDS = (20_000, 50, 100)
