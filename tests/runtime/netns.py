@@ -278,6 +278,21 @@ def await_views(
         )
 
 
+def full_view(
+    the_lab: Lab, logs: Mapping[str, LogWatch], port: Mapping[str, int]
+) -> dict[str, dict[str, Any]]:
+    """Each lab node's status (read at ``port[node]`` inside its namespace) once it is
+    ready and has a view of every node of the lab."""
+    everyone = ",".join(the_lab.hosts)
+    before = {}
+    for n, ns in the_lab.hosts.items():
+        logs[n].wait_ready(0, 30)
+        st = status(ns, port[n], f"members={everyone}&wait=30")
+        assert st["condition_met"], f"{n}: no view of every node: {st['view']}"
+        before[n] = st
+    return before
+
+
 _FETCH = (
     "import asyncio, sys\n"
     "from ringcast.runtime.status import fetch_status\n"

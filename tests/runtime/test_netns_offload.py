@@ -17,7 +17,7 @@ import pytest
 
 from .conftest import NETNS_HOSTS as HOSTS
 from .conftest import watching
-from .netns import Lab, Nodes, lab_cluster, requires_netns, status
+from .netns import Lab, Nodes, full_view, lab_cluster, requires_netns, status
 
 pytestmark = requires_netns
 
@@ -43,15 +43,9 @@ def test_totem_at_saturation_delivers_with_segmented_sends_and_above_the_mtu(
         },
     )
     port = {n: STATUS_PORT + k for k, n in enumerate(HOSTS, start=1)}
-    everyone = ",".join(HOSTS)
     with watching(tmp_path, HOSTS) as logs, Nodes(path, tmp_path, bridge_lab.hosts) as nodes:
         nodes.start_all(["--rate", "0", "--size", "1000"])
-        before = {}
-        for n in HOSTS:
-            logs[n].wait_ready(0, 30)
-            st = status(bridge_lab.hosts[n], port[n], f"members={everyone}&wait=30")
-            assert st["condition_met"], f"{n}: no view of every node: {st['view']}"
-            before[n] = st
+        before = full_view(bridge_lab, logs, port)
         for n in HOSTS:
             want = before[n]["metrics"]["delivered"] + 5_000
             st = status(bridge_lab.hosts[n], port[n], f"delivered={want}&wait=30")

@@ -20,11 +20,12 @@ from typing import Any
 import pytest
 
 from .conftest import NETNS_HOSTS as HOSTS
-from .conftest import LogWatch, watching
+from .conftest import watching
 from .netns import (
     Lab,
     NetnsUnavailable,
     Nodes,
+    full_view,
     lab_cluster,
     requires_netns,
     ringcast_in,
@@ -57,20 +58,6 @@ def _cluster(tmp_path: Path, the_lab: Lab, mode: str) -> Path:
     )
 
 
-def _full_view(
-    the_lab: Lab, logs: dict[str, LogWatch], port: dict[str, int]
-) -> dict[str, dict[str, Any]]:
-    """Each node's status once it is ready and has a view of every node."""
-    everyone = ",".join(HOSTS)
-    before = {}
-    for n in HOSTS:
-        logs[n].wait_ready(0, 30)
-        st = status(the_lab.hosts[n], port[n], f"members={everyone}&wait=30")
-        assert st["condition_met"], f"{n}: no view of every node: {st['view']}"
-        before[n] = st
-    return before
-
-
 @pytest.mark.parametrize("mode", ["active", "passive"])
 def test_one_link_down_then_up_no_view_change(
     tmp_path: Path, two_bridge_lab: Lab, mode: str
@@ -82,7 +69,7 @@ def test_one_link_down_then_up_no_view_change(
         Nodes(path, tmp_path, two_bridge_lab.hosts) as nodes,
     ):
         nodes.start_all(["--rate", "50"])
-        before = _full_view(two_bridge_lab, logs, port)
+        before = full_view(two_bridge_lab, logs, port)
         for st in before.values():
             assert st["state"]["rrp_net0"] == st["state"]["rrp_net1"] == "healthy"
         ns3 = two_bridge_lab.hosts["n3"]
@@ -138,8 +125,8 @@ def test_one_network_30_percent_lossy_no_view_change_no_message_lost(
     count = 400  # messages a node, at 50 a second
     with watching(tmp_path, HOSTS) as logs, Nodes(path, tmp_path, spaces) as nodes:
         nodes.start_all(["--rate", "50", "--count", str(count)])
-        before = _full_view(two_bridge_lab, logs, port)
-        full_view = before["n1"]["view"]["id"]
+        before = full_view(two_bridge_lab, logs, port)
+        full_view_id = before["n1"]["view"]["id"]
         try:
             two_bridge_lab.lossy(1, 30)
         except NetnsUnavailable as e:
@@ -171,7 +158,7 @@ def test_one_network_30_percent_lossy_no_view_change_no_message_lost(
     for n in HOSTS:
         rows = _rows(tmp_path, n)
         start = next(
-            j for j, r in enumerate(rows) if r["kind"] == "view" and r["view"] == full_view
+            j for j, r in enumerate(rows) if r["kind"] == "view" and r["view"] == full_view_id
         )
         end = next((j for j in range(start + 1, len(rows)) if rows[j]["kind"] == "view"), len(rows))
         in_view = rows[start:end]
