@@ -420,13 +420,12 @@ class NodeHost:
         call a peer where the platform allows it, and the token after them.
         """
         tr = self._transport
-        if tr is None:
-            self.interp.apply(effects, self._now() if now is None else now)
-        else:
+        if tr is not None:
             tr.cork()
-            try:
-                self.interp.apply(effects, self._now() if now is None else now)
-            finally:
+        try:
+            self.interp.apply(effects, self._now() if now is None else now)
+        finally:
+            if tr is not None:
                 tr.uncork()
         if self._rearm:
             self._rearm = False

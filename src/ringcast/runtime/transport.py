@@ -134,7 +134,6 @@ class _Endpoint:
         "_owner",
         "_queue",
         "_writing",
-        "corked",
         "held",
         "network",
         "on_datagram",
@@ -158,8 +157,7 @@ class _Endpoint:
         self._queue: collections.deque[tuple[bytes, Address]] = collections.deque()
         self.queued_bytes = 0
         self._writing = False
-        self.corked = False
-        self.held: list[tuple[bytes, Address]] = []
+        self.held: list[tuple[bytes, Address]] = []  # while the transport is corked
         offload = owner.udp_offload
         self._gro = offload and _enable_gro(sock)
         # the largest datagram a segmented send may carry (0: segmentation off); lowered
@@ -205,18 +203,10 @@ class _Endpoint:
             else:
                 deliver(data, net)
 
-    def cork(self) -> None:
-        """Hold datagrams from now until :meth:`uncork`."""
-        self.corked = True
-
-    def uncork(self) -> None:
+    def flush(self) -> None:
         """Send the held datagrams: per destination in order, destinations in the order of
         their last datagram, each run of equal sizes in one segmented send if it can."""
-        self.corked = False
-        held = self.held
-        if not held:
-            return
-        self.held = []
+        held, self.held = self.held, []
         send = self._owner.count_sent
         if len(held) == 1 or not self._gso_limit:
             for packet, addr in held:
@@ -235,27 +225,28 @@ class _Endpoint:
                     self._send_run(run, addr)
 
     def _send_run(self, run: list[bytes], addr: Address) -> None:
-        """One segmented send of ``run``; one ``sendto`` each if the kernel refuses it."""
-        send = self._owner.count_sent
-        if not self._queue:
-            try:
-                self.sock.sendmsg(run, [(SOL_UDP, UDP_SEGMENT, _U16.pack(len(run[0])))], 0, addr)
-            except (BlockingIOError, InterruptedError):
-                pass  # queued below, in order
-            except OSError as e:
-                if e.errno in _GSO_TOO_BIG:
-                    self._gso_limit = min(self._gso_limit, len(run[0]) - 1)
-                elif e.errno in _GSO_UNSUPPORTED:
-                    self._gso_limit = 0
-                for packet in run:
-                    send(self.send(packet, addr), packet)
-                return
-            else:
-                for packet in run:
-                    send(True, packet)
-                return
-        for packet in run:
-            send(self._enqueue(packet, addr), packet)
+        """Send ``run`` to ``addr`` and count each datagram's outcome."""
+        if self._queue:  # behind the datagrams already waiting, in order
+            outcomes = [self._enqueue(packet, addr) for packet in run]
+        else:
+            outcomes = self._segmented(run, addr)
+        for packet, sent in zip(run, outcomes, strict=True):
+            self._owner.count_sent(sent, packet)
+
+    def _segmented(self, run: list[bytes], addr: Address) -> list[bool | None]:
+        """One segmented send of ``run``; queued if the socket is full, one ``sendto`` each
+        if the kernel refuses it. The outcome of each datagram, as :meth:`send` gives it."""
+        try:
+            self.sock.sendmsg(run, [(SOL_UDP, UDP_SEGMENT, _U16.pack(len(run[0])))], 0, addr)
+        except (BlockingIOError, InterruptedError):
+            return [self._enqueue(packet, addr) for packet in run]
+        except OSError as e:
+            if e.errno in _GSO_TOO_BIG:
+                self._gso_limit = min(self._gso_limit, len(run[0]) - 1)
+            elif e.errno in _GSO_UNSUPPORTED:
+                self._gso_limit = 0
+            return [self.send(packet, addr) for packet in run]
+        return [True] * len(run)
 
     def send(self, packet: bytes, addr: Address) -> bool | None:
         """Send now, or queue it; False if dropped because the queue is full, None if the
@@ -304,6 +295,7 @@ class _Endpoint:
                 self._loop.remove_writer(fd)
         self._writing = False
         self._queue.clear()
+        self.held.clear()
         self.queued_bytes = 0
         self.sock.close()
 
@@ -339,6 +331,8 @@ class UdpTransport:
         self.groups = groups
         self.max_buffer = max_buffer
         self.udp_offload = udp_offload
+        self.corked = False
+        self._holding: list[_Endpoint] = []  # endpoints with datagrams held while corked
         self._uni: list[_Endpoint] = []
         self._extra: list[_Endpoint] = []
         self.dropped_full = 0
@@ -380,7 +374,9 @@ class UdpTransport:
 
     def send(self, packet: bytes, addr: Address, network: int) -> None:
         ep = self._uni[network]
-        if ep.corked:
+        if self.corked:
+            if not ep.held:
+                self._holding.append(ep)
             ep.held.append((packet, addr))
         else:
             self.count_sent(ep.send(packet, addr), packet)
@@ -397,13 +393,15 @@ class UdpTransport:
 
     def cork(self) -> None:
         """Hold every datagram sent from now until :meth:`uncork` (see the module's doc)."""
-        for ep in self._uni:
-            ep.cork()
+        self.corked = True
 
     def uncork(self) -> None:
         """Send what was held since :meth:`cork`, batched where the platform allows."""
-        for ep in self._uni:
-            ep.uncork()
+        self.corked = False
+        if self._holding:
+            holding, self._holding = self._holding, []
+            for ep in holding:
+                ep.flush()
 
     def multicast(self, packet: bytes, network: int) -> None:
         """Send once to the network's group (``multicast`` mode only)."""
@@ -418,3 +416,4 @@ class UdpTransport:
             ep.close()
         self._uni.clear()
         self._extra.clear()
+        self._holding.clear()
