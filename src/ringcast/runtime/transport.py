@@ -24,9 +24,12 @@ carries a run of datagrams of one size (the last of a run may be shorter), and t
 kernel cuts it into the same datagrams on the wire, so the network stack is walked once
 a run instead of once a datagram. A receiving socket with ``UDP_GRO`` (Linux 5.0) gets
 such a run, or datagrams of one flow that the kernel coalesced, in one ``recvmsg`` with
-the segment size beside it and hands each datagram to the node on its own. Destinations
-are flushed in the order of their last datagram, so the token (sent last) leaves after
-the frames it follows. Where the platform lacks either option, or refuses a segment size
+the segment size beside it and hands each datagram to the node on its own. The
+destination of the last datagram held goes first (a token visit's: the next token
+holder, which gets its frames and then the token in one call, so its turn starts while
+the other peers' frames are still being handed to the kernel); the other destinations
+follow, latest last datagram first. Within a destination the order is the order sent.
+Where the platform lacks either option, or refuses a segment size
 (a datagram larger than the path's MTU), the datagrams go one ``sendto`` each, as when
 ``udp_offload`` is off; receivers without ``UDP_GRO`` get ordinary datagrams.
 """
@@ -204,8 +207,9 @@ class _Endpoint:
                 deliver(data, net)
 
     def flush(self) -> None:
-        """Send the held datagrams: per destination in order, destinations in the order of
-        their last datagram, each run of equal sizes in one segmented send if it can."""
+        """Send the held datagrams: per destination in order, the destination of the last
+        datagram first (then latest last datagram first), each run of equal sizes in one
+        segmented send if it can."""
         held, self.held = self.held, []
         send = self._owner.count_sent
         if len(held) == 1 or not self._gso_limit:
@@ -217,7 +221,7 @@ class _Endpoint:
         for i, (packet, addr) in enumerate(held):
             by_dst.setdefault(addr, []).append(packet)
             last[addr] = i
-        for addr in sorted(last, key=last.__getitem__):
+        for addr in sorted(last, key=last.__getitem__, reverse=True):
             for run in runs(by_dst[addr], self._gso_limit):
                 if len(run) == 1:
                     send(self.send(run[0], addr), run[0])
