@@ -5,8 +5,10 @@ simple and gives precise errors but costs a Python call per field. Here, once pe
 message class at registration, the field plan is turned into the source of one
 encoder and one decoder function (as :mod:`dataclasses` does for ``__init__``):
 consecutive ``int`` fields become one ``struct`` call, strings and bytes are sliced
-inline, and a frozen slots dataclass is filled slot by slot without going through
-its ``__init__``.
+inline, a frozen slots dataclass is filled slot by slot without going through its
+``__init__``, and a nested message made only of such fields (a frame's ring id, the
+chunks in its tuple) is written into its container's functions instead of called:
+one Totem frame is one function call each way, not four.
 
 The generated functions only handle well-formed input. On anything unexpected they
 raise, and the caller falls back to the generic codec, which then produces exactly
@@ -16,6 +18,7 @@ checked against each other by the codec's property tests.
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 import types
 import typing
@@ -43,119 +46,216 @@ def _kind(tp: Any, registered: dict[type, Any]) -> str:
     return "other"
 
 
+def _settable(cls: type) -> list[Any] | None:
+    """The slot descriptors of a frozen slots dataclass without ``__post_init__`` (its
+    fields can be set one by one as its ``__init__`` would), else None."""
+    slots = [cls.__dict__.get(f.name) for f in dataclasses.fields(cls)]
+    if hasattr(cls, "__post_init__") or not all(
+        isinstance(s, types.MemberDescriptorType) for s in slots
+    ):
+        return None
+    return slots
+
+
+def _inlinable(tp: Any, registered: dict[type, Any]) -> bool:
+    """A registered message whose fields are all ints, bools, strings, bytes, inlinable
+    messages or tuples of those: its codec can be written into its container's."""
+    if not (isinstance(tp, type) and tp in registered and _settable(tp) is not None):
+        return False
+    hints = typing.get_type_hints(tp)
+    for f in dataclasses.fields(tp):
+        h = hints[f.name]
+        kind = _kind(h, registered)
+        if kind in ("int", "bool", "str", "bytes"):
+            continue
+        if kind == "msg" and _inlinable(h, registered):
+            continue
+        if kind == "tuple":
+            inner = typing.get_args(h)[0]
+            if inner in (int, str, bytes) or _inlinable(inner, registered):
+                continue
+        return False
+    return True
+
+
+class _Writer:
+    """Writes the source of one message's fast encoder and decoder, a nested message
+    (a ring id in a frame, a chunk in its tuple) written inline rather than called."""
+
+    def __init__(
+        self,
+        registered: dict[type, tuple[int, Enc, Dec]],
+        item_codecs: dict[Any, tuple[Enc, Dec, int]],
+    ):
+        self.registered = registered
+        self.item_codecs = item_codecs
+        self.ns: dict[str, Any] = {"_Fallback": _Fallback, "_u32": _U32, "new": object.__new__}
+        self.enc: list[str] = []
+        self.dec: list[str] = []
+        self._n = 0
+
+    def local(self, prefix: str) -> str:
+        """A fresh variable name."""
+        self._n += 1
+        return f"{prefix}{self._n}"
+
+    def name(self, prefix: str, value: Any) -> str:
+        """A fresh global name of the generated code, bound to ``value``."""
+        key = self.local(prefix)
+        self.ns[key] = value
+        return key
+
+    def message(
+        self,
+        cls: type,
+        src: str,
+        pad: str,
+        field_codecs: list[tuple[Enc, Dec]] | None = None,
+    ) -> str:
+        """Lines encoding the message in variable ``src`` and decoding one into the
+        variable returned; ``field_codecs`` (the top message's) serve fields of other
+        kinds, which nested messages do not have."""
+        hints = typing.get_type_hints(cls)
+        names = [f.name for f in dataclasses.fields(cls)]
+        me = self.name("cls", cls)
+        self.enc.append(f"{pad}if type({src}) is not {me}: raise _Fallback")
+        values: list[str] = []
+        i, k = 0, len(names)
+        while i < k:
+            kind = _kind(hints[names[i]], self.registered)
+            if kind == "int":
+                j = i
+                while j < k and _kind(hints[names[j]], self.registered) == "int":
+                    j += 1
+                run = [self.local("v") for _ in range(i, j)]
+                st = self.name("s", struct.Struct("!" + "q" * (j - i)))
+                width = 8 * (j - i)
+                self.dec += [
+                    f"{pad}if off + {width} > n: raise _Fallback",
+                    f"{pad}{', '.join(run)}, = {st}.unpack_from(buf, off)",
+                    f"{pad}off += {width}",
+                ]
+                for x, v in zip(range(i, j), run, strict=True):
+                    self.enc += [
+                        f"{pad}{v} = {src}.{names[x]}",
+                        f"{pad}if type({v}) is not int: raise _Fallback",
+                    ]
+                self.enc.append(f"{pad}ap({st}.pack({', '.join(run)}))")
+                values += run
+                i = j
+                continue
+            hint, name = hints[names[i]], names[i]
+            v = self.local("v")
+            if kind == "bool":
+                self.dec += [
+                    f"{pad}if off >= n or buf[off] > 1: raise _Fallback",
+                    f"{pad}{v} = buf[off] == 1",
+                    f"{pad}off += 1",
+                ]
+                self.enc.append(f"{pad}ap(b'\\x01' if {src}.{name} else b'\\x00')")
+            elif kind in ("str", "bytes"):
+                self._sized(v, kind, pad)
+                self.enc += [
+                    f"{pad}{v} = {src}.{name}",
+                    f"{pad}if type({v}) is not {kind}: raise _Fallback",
+                ]
+                if kind == "str":
+                    self.enc.append(f"{pad}{v} = {v}.encode()")
+                self.enc += [f"{pad}ap(_u32.pack(len({v})))", f"{pad}ap({v})"]
+            elif kind == "msg" and _inlinable(hint, self.registered):
+                self.enc.append(f"{pad}{v} = {src}.{name}")
+                got = self.message(hint, v, pad)
+                self.dec.append(f"{pad}{v} = {got}")
+            elif kind == "tuple" and self._tuple(v, hint, f"{src}.{name}", pad):
+                pass
+            else:  # an enum, an optional, a message not inlined, ...: the field's own codec
+                if field_codecs is None:
+                    raise AssertionError(f"{cls.__name__}.{name} cannot be inlined")
+                e, d = (self.name("e", c) for c in field_codecs[i])
+                self.dec.append(f"{pad}{v}, off = {d}(buf, off)")
+                self.enc.append(f"{pad}{e}({src}.{name}, out)")
+            values.append(v)
+            i += 1
+        out = self.local("o")
+        slots = _settable(cls)
+        if slots is not None:
+            # A frozen slots dataclass: set each slot as its __init__ would, minus the
+            # detour through the frozen __setattr__.
+            self.dec.append(f"{pad}{out} = new({me})")
+            for slot, v in zip(slots, values, strict=True):
+                self.dec.append(f"{pad}{self.name('set', slot.__set__)}({out}, {v})")
+        else:
+            self.dec.append(f"{pad}{out} = {me}({', '.join(values)})")
+        return out
+
+    def _sized(self, v: str, kind: str, pad: str) -> None:
+        make = "str(buf[off:end], 'utf-8')" if kind == "str" else "bytes(buf[off:end])"
+        self.dec += [
+            f"{pad}if off + 4 > n: raise _Fallback",
+            f"{pad}ln, = _u32.unpack_from(buf, off)",
+            f"{pad}off += 4",
+            f"{pad}end = off + ln",
+            f"{pad}if end > n: raise _Fallback",
+            f"{pad}{v} = {make}",
+            f"{pad}off = end",
+        ]
+
+    def _tuple(self, v: str, hint: Any, src: str, pad: str) -> bool:
+        """A tuple of ints, strings, bytes or messages; False for other items."""
+        inner = typing.get_args(hint)[0]
+        items, x = self.local("items"), self.local("x")
+        head = [
+            f"{pad}if off + 4 > n: raise _Fallback",
+            f"{pad}count, = _u32.unpack_from(buf, off)",
+            f"{pad}off += 4",
+        ]
+        enc_head = [
+            f"{pad}{v} = {src}",
+            f"{pad}if type({v}) is not tuple: raise _Fallback",
+            f"{pad}ap(_u32.pack(len({v})))",
+        ]
+        if _inlinable(inner, self.registered):
+            self.dec += [*head, f"{pad}{items} = []", f"{pad}for _ in range(count):"]
+            self.enc += [*enc_head, f"{pad}for {x} in {v}:"]
+            got = self.message(inner, x, pad + "    ")
+            self.dec += [f"{pad}    {items}.append({got})", f"{pad}{v} = tuple({items})"]
+            return True
+        if inner in self.registered:
+            _, ienc, idec = self.registered[inner]
+            minimum = 0
+        elif inner in self.item_codecs:
+            ienc, idec, minimum = self.item_codecs[inner]
+        else:
+            return False
+        e, d = self.name("e", ienc), self.name("d", idec)
+        self.dec += [
+            *head,
+            f"{pad}if off + count * {minimum} > n: raise _Fallback",
+            f"{pad}{items} = []",
+            f"{pad}for _ in range(count):",
+            f"{pad}    {x}, off = {d}(buf, off)",
+            f"{pad}    {items}.append({x})",
+            f"{pad}{v} = tuple({items})",
+        ]
+        self.enc += [*enc_head, f"{pad}for {x} in {v}: {e}({x}, out)"]
+        return True
+
+
 def generate(
     cls: type,
-    names: list[str],
-    hints: dict[str, Any],
     field_codecs: list[tuple[Enc, Dec]],
     registered: dict[type, tuple[int, Enc, Dec]],
-    item_codecs: dict[str, tuple[Enc, Dec, int]],
+    item_codecs: dict[Any, tuple[Enc, Dec, int]],
     generic: tuple[Enc, Dec],
 ) -> tuple[Enc, Dec]:
     """Build the fast encoder and decoder of ``cls``, each falling back to ``generic``."""
-    ns: dict[str, Any] = {"cls": cls, "_Fallback": _Fallback, "_u32": _U32}
-    enc_src = [
-        "def fast_enc(msg, out):",
-        "    if type(msg) is not cls: raise _Fallback",
-        "    ap = out.append",
-    ]
-    dec_src = ["def fast_dec(buf, off):", "    n = len(buf)"]
-    values: list[str] = []
-    i, k = 0, len(names)
-    while i < k:
-        kind = _kind(hints[names[i]], registered)
-        if kind == "int":
-            j = i
-            while j < k and _kind(hints[names[j]], registered) == "int":
-                j += 1
-            run = [f"v{x}" for x in range(i, j)]
-            ns[f"s{i}"] = struct.Struct("!" + "q" * (j - i))
-            width = 8 * (j - i)
-            dec_src += [
-                f"    if off + {width} > n: raise _Fallback",
-                f"    {', '.join(run)}, = s{i}.unpack_from(buf, off)",
-                f"    off += {width}",
-            ]
-            for x in range(i, j):
-                enc_src += [
-                    f"    v{x} = msg.{names[x]}",
-                    f"    if type(v{x}) is not int: raise _Fallback",
-                ]
-            enc_src.append(f"    ap(s{i}.pack({', '.join(run)}))")
-            values += run
-            i = j
-            continue
-        v, name = f"v{i}", names[i]
-        if kind == "bool":
-            dec_src += [
-                "    if off >= n or buf[off] > 1: raise _Fallback",
-                f"    {v} = buf[off] == 1",
-                "    off += 1",
-            ]
-            enc_src.append(f"    ap(b'\\x01' if msg.{name} else b'\\x00')")
-        elif kind in ("str", "bytes"):
-            make = "str(buf[off:end], 'utf-8')" if kind == "str" else "bytes(buf[off:end])"
-            dec_src += [
-                "    if off + 4 > n: raise _Fallback",
-                "    ln, = _u32.unpack_from(buf, off)",
-                "    off += 4",
-                "    end = off + ln",
-                "    if end > n: raise _Fallback",
-                f"    {v} = {make}",
-                "    off = end",
-            ]
-            enc_src += [f"    {v} = msg.{name}", f"    if type({v}) is not {kind}: raise _Fallback"]
-            if kind == "str":
-                enc_src.append(f"    {v} = {v}.encode()")
-            enc_src += [f"    ap(_u32.pack(len({v})))", f"    ap({v})"]
-        elif (
-            kind == "tuple"
-            and typing.get_args(hints[name])[0] in item_codecs.keys() | registered.keys()
-        ):
-            inner = typing.get_args(hints[name])[0]
-            if inner in registered:
-                _, ienc, idec = registered[inner]
-                minimum = 0
-            else:
-                ienc, idec, minimum = item_codecs[inner]
-            ns[f"e{i}"], ns[f"d{i}"] = ienc, idec
-            dec_src += [
-                "    if off + 4 > n: raise _Fallback",
-                "    count, = _u32.unpack_from(buf, off)",
-                "    off += 4",
-                f"    if off + count * {minimum} > n: raise _Fallback",
-                "    items = []",
-                "    for _ in range(count):",
-                f"        x, off = d{i}(buf, off)",
-                "        items.append(x)",
-                f"    {v} = tuple(items)",
-            ]
-            enc_src += [
-                f"    {v} = msg.{name}",
-                f"    if type({v}) is not tuple: raise _Fallback",
-                f"    ap(_u32.pack(len({v})))",
-                f"    for x in {v}: e{i}(x, out)",
-            ]
-        else:  # a nested message, an enum, an optional, ...: the field's own codec
-            ns[f"e{i}"], ns[f"d{i}"] = field_codecs[i]
-            dec_src.append(f"    {v}, off = d{i}(buf, off)")
-            enc_src.append(f"    e{i}(msg.{name}, out)")
-        values.append(v)
-        i += 1
-    slots = [cls.__dict__.get(n) for n in names]
-    if not hasattr(cls, "__post_init__") and all(
-        isinstance(s, types.MemberDescriptorType) for s in slots
-    ):
-        # A frozen slots dataclass: set each slot as its __init__ would, minus the detour
-        # through the frozen __setattr__.
-        ns["new"] = object.__new__
-        dec_src.append("    o = new(cls)")
-        for x, slot in enumerate(slots):
-            ns[f"set{x}"] = slot.__set__  # type: ignore[union-attr]
-            dec_src.append(f"    set{x}(o, {values[x]})")
-        dec_src.append("    return o, off")
-    else:
-        dec_src.append(f"    return cls({', '.join(values)}), off")
+    w = _Writer(registered, item_codecs)
+    w.enc = ["def fast_enc(msg, out):", "    ap = out.append"]
+    w.dec = ["def fast_dec(buf, off):", "    n = len(buf)"]
+    result = w.message(cls, "msg", "    ", field_codecs)
+    w.dec.append(f"    return {result}, off")
+    ns = w.ns
+    enc_src, dec_src = w.enc, w.dec
     exec("\n".join(enc_src), ns)  # source built above from field names only
     exec("\n".join(dec_src), ns)
     fast_enc: Enc = ns["fast_enc"]

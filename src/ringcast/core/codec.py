@@ -311,7 +311,7 @@ def _compile_message(cls: type) -> tuple[_Enc, _Dec]:
         return enc, dec
     item_codecs = {tp: _PRIMS[tp] for tp in (int, str, bytes)}
     return _codegen.generate(
-        cls, names, hints, list(zip(encs, decs, strict=True)), _CODECS, item_codecs, (enc, dec)
+        cls, list(zip(encs, decs, strict=True)), _CODECS, item_codecs, (enc, dec)
     )
 
 
