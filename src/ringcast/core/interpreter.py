@@ -182,6 +182,7 @@ class Interpreter:
         """Carry out ``effects`` in order (the most frequent kinds tested first)."""
         io = self.io
         trace = self.trace
+        eff: Any  # told apart by exact type below (the fastest test; mypy does not narrow on it)
         for eff in effects:
             tp = type(eff)
             if tp is Deliver:
@@ -193,6 +194,7 @@ class Interpreter:
                 io.on_deliver(eff)
             elif tp is Send or tp is Multicast:
                 network = eff.network
+                nets: tuple[int, ...]
                 if network is None:
                     nets = _FIRST
                 elif network == EVERY_NETWORK:

@@ -230,6 +230,7 @@ class _Endpoint:
 
     def _send_run(self, run: list[bytes], addr: Address) -> None:
         """Send ``run`` to ``addr`` and count each datagram's outcome."""
+        outcomes: list[bool | None]
         if self._queue:  # behind the datagrams already waiting, in order
             outcomes = [self._enqueue(packet, addr) for packet in run]
         else:

@@ -206,10 +206,8 @@ class TotemMachine:
                 out.append(Record.of("drop", reason="stale message", ring=str(rid)))
         elif tp is Token:
             log = self.new_log if self.state is RE else self.log
-            mine = log is not None and msg.ring_id == log.ring_id
-            bad = _validate.token(
-                msg, my_aru=log.my_aru if mine else None, window_size=self.window_size
-            )
+            my_aru = log.my_aru if log is not None and msg.ring_id == log.ring_id else None
+            bad = _validate.token(msg, my_aru=my_aru, window_size=self.window_size)
             if bad is not None:
                 self._invalid(msg, bad, out)
             else:
@@ -501,12 +499,12 @@ class TotemMachine:
         else:
             packer = self.packer
             while sent < n:
-                frame = packer.next_frame(ring, seq + 1, me)
-                if frame is None:
+                mcast = packer.next_frame(ring, seq + 1, me)
+                if mcast is None:
                     break
                 seq += 1
-                log.add(frame)
-                out.append(Multicast(frame))
+                log.add(mcast)
+                out.append(Multicast(mcast))
                 sent += 1
             my_bl = len(packer)
             if self.blocked and my_bl <= self.max_pending // 2:

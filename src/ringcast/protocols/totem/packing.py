@@ -103,10 +103,11 @@ class Reassembler:
             cur = (chunk.msg_id, [chunk.payload])
             self.parts[sender] = cur
         else:
-            cur = self.parts.get(sender)  # type: ignore[assignment]
-            if cur is None or cur[0] != chunk.msg_id or len(cur[1]) != chunk.frag:
+            held = self.parts.get(sender)
+            if held is None or held[0] != chunk.msg_id or len(held[1]) != chunk.frag:
                 self.parts.pop(sender, None)  # a piece is missing: the message is lost
                 return None
+            cur = held
             cur[1].append(chunk.payload)
         if len(cur[1]) >= chunk.frags:
             del self.parts[sender]
