@@ -160,6 +160,40 @@ def test_a_corked_transport_sends_each_destinations_run_in_one_call_and_in_order
     asyncio.run(main())
 
 
+def test_the_next_token_holder_is_flushed_first_then_the_latest_last_datagram() -> None:
+    """Four nodes: a visit's frames fan out to three peers, then the token goes to the
+    next holder. Its frames and the token leave first, in one call; the other peers
+    follow, the one whose last datagram came later first; each peer's order is kept."""
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        sock, tr, ep = _sender(loop)
+        nxt, b, c = _Receiver(loop), _Receiver(loop), _Receiver(loop)
+        try:
+            frames = {r: _frames(k, 5, 900) for k, r in enumerate((nxt, b, c), start=1)}
+            token = b"\x09token"
+            tr.cork()
+            for i in range(5):  # frame i to each peer, in ring order
+                for r in (nxt, b, c):
+                    tr.send(frames[r][i], r.addr, 0)
+            tr.send(token, nxt.addr, 0)
+            tr.uncork()
+            assert await nxt.wait(6) == [*frames[nxt], token]
+            assert await b.wait(5) == frames[b]
+            assert await c.wait(5) == frames[c]
+            if _has_gso(sock):
+                assert sock.calls == [
+                    ("sendmsg", nxt.addr, 6),  # the token's destination first
+                    ("sendmsg", c.addr, 5),  # then the latest last datagram
+                    ("sendmsg", b.addr, 5),
+                ]
+        finally:
+            for e in (ep, nxt.ep, b.ep, c.ep):
+                e.close()
+
+    asyncio.run(main())
+
+
 def test_uncorked_and_switched_off_transports_send_one_datagram_a_call() -> None:
     async def main() -> None:
         loop = asyncio.get_running_loop()
