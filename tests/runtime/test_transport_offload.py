@@ -72,12 +72,14 @@ class _CountingSocket(socket.socket):
         return super().sendmsg(buffers, ancdata, flags, addr)
 
 
-def _sender(loop: asyncio.AbstractEventLoop, *, offload: bool = True) -> tuple[Any, Any, Any]:
+def _sender(
+    loop: asyncio.AbstractEventLoop, *, offload: bool = True, groups: tuple[Any, ...] = ()
+) -> tuple[Any, Any, Any]:
     sock = _CountingSocket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.calls = []
     sock.bind(("127.0.0.1", 0))
     sock.setblocking(False)
-    owner = UdpTransport((sock.getsockname(),), udp_offload=offload)
+    owner = UdpTransport((sock.getsockname(),), groups=groups, udp_offload=offload)
     ep = _Endpoint(loop, sock, 0, lambda data, net: None, owner)
     owner._uni.append(ep)
     return sock, owner, ep
@@ -189,6 +191,35 @@ def test_the_next_token_holder_is_flushed_first_then_the_latest_last_datagram() 
                 ]
         finally:
             for e in (ep, nxt.ep, b.ep, c.ep):
+                e.close()
+
+    asyncio.run(main())
+
+
+def test_in_multicast_mode_the_group_is_flushed_before_the_token() -> None:
+    """``multicast`` mode: a visit's frames go once to the group, the token to the next
+    holder; the token's destination is not the frames', so the group goes first."""
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        group, nxt = _Receiver(loop), _Receiver(loop)  # a socket stands in for the group
+        sock, tr, ep = _sender(loop, groups=(group.addr,))
+        try:
+            frames = _frames(7, 5, 900)
+            token = b"\x09token"
+            tr.cork()
+            for f in frames:
+                tr.multicast(f, 0)
+            tr.send(token, nxt.addr, 0)
+            tr.uncork()
+            assert await group.wait(5) == frames
+            assert await nxt.wait(1) == [token]
+            if _has_gso(sock):
+                assert sock.calls == [("sendmsg", group.addr, 5), ("sendto", nxt.addr, 1)]
+            else:
+                assert sock.calls == [("sendto", group.addr, 1)] * 5 + [("sendto", nxt.addr, 1)]
+        finally:
+            for e in (ep, group.ep, nxt.ep):
                 e.close()
 
     asyncio.run(main())

@@ -28,7 +28,10 @@ the segment size beside it and hands each datagram to the node on its own. The
 destination of the last datagram held goes first (a token visit's: the next token
 holder, which gets its frames and then the token in one call, so its turn starts while
 the other peers' frames are still being handed to the kernel); the other destinations
-follow, latest last datagram first. Within a destination the order is the order sent.
+follow, latest last datagram first. In ``multicast`` mode the frames go to the group
+and only the token to the next holder, so the group is flushed before anything else:
+the token never overtakes the frames it follows. Within a destination the order is the
+order sent.
 Where the platform lacks either option, or refuses a segment size
 (a datagram larger than the path's MTU), the datagrams go one ``sendto`` each, as when
 ``udp_offload`` is off; receivers without ``UDP_GRO`` get ordinary datagrams.
@@ -207,9 +210,10 @@ class _Endpoint:
                 deliver(data, net)
 
     def flush(self) -> None:
-        """Send the held datagrams: per destination in order, the destination of the last
-        datagram first (then latest last datagram first), each run of equal sizes in one
-        segmented send if it can."""
+        """Send the held datagrams: per destination in order; a multicast group first (every
+        member, the next token holder too, takes its frames from it), then the destination
+        of the last datagram, then the others latest last datagram first; each run of equal
+        sizes in one segmented send if it can."""
         held, self.held = self.held, []
         send = self._owner.count_sent
         if len(held) == 1 or not self._gso_limit:
@@ -221,7 +225,8 @@ class _Endpoint:
         for i, (packet, addr) in enumerate(held):
             by_dst.setdefault(addr, []).append(packet)
             last[addr] = i
-        for addr in sorted(last, key=last.__getitem__, reverse=True):
+        groups = self._owner.groups
+        for addr in sorted(last, key=lambda a: (a not in groups, -last[a])):
             for run in runs(by_dst[addr], self._gso_limit):
                 if len(run) == 1:
                     send(self.send(run[0], addr), run[0])
