@@ -10,7 +10,8 @@
 # size, then its failover line), then `bench/runtime_throughput.py` at the same sizes with
 # RINGCAST_ARGS appended (e.g. `--security none` or `--set max_pending=24`). Every output
 # line is a JSON object; a {"load": ...} line precedes each run. Environment: SIZES
-# ("100 1000"), SECONDS_MEASURE (6), PYTHON (python3), and corosync_cpgbench.sh's own.
+# ("100 1000"), SECONDS_MEASURE (6), PYTHON (the checkout's .venv/bin/python when there
+# is one, as ./dev makes it, else python3), and corosync_cpgbench.sh's own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +20,9 @@ shift || true
 [ "${1:-}" = "--" ] && shift
 read -r -a SIZE_LIST <<<"${SIZES:-100 1000}"
 MEASURE=${SECONDS_MEASURE:-6}
-PY=${PYTHON:-python3}
+DEFAULT_PY=python3
+[ -x .venv/bin/python ] && DEFAULT_PY=.venv/bin/python
+PY=${PYTHON:-$DEFAULT_PY}
 
 load() {
     read -r one five fifteen _ </proc/loadavg
