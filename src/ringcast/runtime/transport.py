@@ -31,10 +31,10 @@ the other peers' frames are still being handed to the kernel); the other destina
 follow, latest last datagram first. In ``multicast`` mode the frames go to the group
 and only the token to the next holder, so the group is flushed before anything else:
 the token never overtakes the frames it follows. Within a destination the order is the
-order sent.
-Where the platform lacks either option, or refuses a segment size
-(a datagram larger than the path's MTU), the datagrams go one ``sendto`` each, as when
-``udp_offload`` is off; receivers without ``UDP_GRO`` get ordinary datagrams.
+order sent. Where the platform lacks either option, or refuses a segment size (a
+datagram larger than the path's MTU), the datagrams go one ``sendto`` each, as when
+``udp_offload`` is off (in the order sent); receivers without ``UDP_GRO`` get ordinary
+datagrams.
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ class _Endpoint:
         """Send the held datagrams: per destination in order; a multicast group first (every
         member, the next token holder too, takes its frames from it), then the destination
         of the last datagram, then the others latest last datagram first; each run of equal
-        sizes in one segmented send if it can."""
+        sizes in one segmented send if it can (without segmentation: in the order sent)."""
         held, self.held = self.held, []
         send = self._owner.count_sent
         if len(held) == 1 or not self._gso_limit:
