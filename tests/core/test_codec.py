@@ -154,6 +154,27 @@ def test_type_id_collision_is_refused() -> None:
             a: int
 
 
+def _calls_other_codecs(fn: typing.Any) -> list[str]:
+    """The names in a generated function bound to another message's codec wrapper."""
+    return [n for n in fn.__code__.co_names if hasattr(fn.__globals__.get(n), "generic")]
+
+
+def test_nested_messages_are_written_inline_and_take_the_fast_path() -> None:
+    """A Totem frame (ring id and chunks nested) and its recovery wrapper (a whole frame
+    nested) are encoded and decoded by one generated function each, calling no other
+    message's codec, and without falling back to the generic path."""
+    from ringcast.protocols.totem._messages import Chunk, Mcast, RecoveryMcast, RingId
+
+    frame = Mcast(RingId(7, "n1"), 42, "n2", True, (Chunk("n2:1", b"x" * 100), Chunk("n2:2", b"")))
+    for msg in (frame, RecoveryMcast(RingId(8, "n1"), 3, "n1", frame)):
+        _, enc, dec = codec._CODECS[type(msg)]
+        assert _calls_other_codecs(enc.fast) == [] and _calls_other_codecs(dec.fast) == []
+        out: list[bytes] = []
+        enc.fast(msg, out)  # raises if the generated code cannot take it
+        body = b"".join(out)
+        assert dec.fast(memoryview(body), 0) == (msg, len(body))
+
+
 @pytest.mark.parametrize("type_id,cls", ALL_TYPES, ids=[c.__name__ for _, c in ALL_TYPES])
 @settings(max_examples=30, deadline=None)
 @given(data=st.data())

@@ -276,6 +276,6 @@ def generate(
         except Exception:
             return generic_dec(buf, off)
 
-    enc.generic = generic_enc  # type: ignore[attr-defined]
-    dec.generic = generic_dec  # type: ignore[attr-defined]
+    enc.generic, enc.fast = generic_enc, fast_enc  # type: ignore[attr-defined]
+    dec.generic, dec.fast = generic_dec, fast_dec  # type: ignore[attr-defined]
     return enc, dec
