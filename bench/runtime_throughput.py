@@ -249,7 +249,9 @@ def throughput(
                 ).replace('"{}:{}"'.format(*n.status), f'"127.0.0.1:{9100 + k}"')
             path.write_text(text)
         cfg = load_config(path)
-        load = ["--rate", "0", "--size", str(size), *(["--sched-rr"] if sched_rr else [])]
+        load = ["--rate", "0", "--size", str(size)]
+        if sched_rr:
+            load.append("--sched-rr")
         load.append("--summary")
         procs = {
             n: _spawn(

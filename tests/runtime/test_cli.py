@@ -83,8 +83,12 @@ def test_cluster_up_status_down(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 
 def _may_take_sched_rr() -> bool:
-    """Whether a process of ours may take realtime scheduling here (CAP_SYS_NICE)."""
-    probe = "import os; os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(1))"
+    """Whether a process of ours may take realtime scheduling here (CAP_SYS_NICE): the
+    node's own ``set_sched_rr``, tried in a process of its own."""
+    probe = (
+        "import sys; from ringcast.runtime.node import set_sched_rr; "
+        "sys.exit(set_sched_rr() is not None)"
+    )
     return subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
 
 
