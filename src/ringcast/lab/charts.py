@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Any
 
 PROTOCOL_COLOURS = (
@@ -40,7 +40,7 @@ LOG_METRICS = frozenset({"messages_per_s", "deliveries_per_s"})
 FACET_COLUMNS = 3
 
 
-def protocol_colours(protocols: Sequence[str]) -> dict[str, str]:
+def protocol_colours(protocols: Iterable[str]) -> dict[str, str]:
     return {p: PROTOCOL_COLOURS[k % len(PROTOCOL_COLOURS)] for k, p in enumerate(sorted(protocols))}
 
 
@@ -77,8 +77,8 @@ def latency_cdf(metrics: dict[str, Any]) -> dict[str, Any] | None:
     scen: dict[tuple[str, str, str], set[str]] = {}
     for r in rows:
         key = (str(r["protocol"]), str(r.get("order") or "-"), str(r.get("faults") or "all"))
-        b = series.setdefault(key, {})
-        b[int(r["bucket"])] = b.get(int(r["bucket"]), 0) + int(r["count"])
+        counts = series.setdefault(key, {})
+        counts[int(r["bucket"])] = counts.get(int(r["bucket"]), 0) + int(r["count"])
         scen.setdefault(key, set()).update(r.get("scenarios") or [])
     faults = sorted({k[2] for k in series}, key=lambda f: (f != "none", f))
     orders = sorted({k[1] for k in series})

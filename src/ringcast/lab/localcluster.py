@@ -28,6 +28,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 EXECUTOR_PACKAGES = ("pyarrow", "numpy", "numpy.libs", "pandas", "dateutil", "pytz", "tzdata")
 """What the executors' Python needs besides ringcast (which the driver ships) and
@@ -194,7 +195,7 @@ class LocalCluster:
             env,
         )  # fmt: skip
 
-    def state(self) -> dict[str, object] | None:
+    def state(self) -> dict[str, Any] | None:
         """The master's JSON status (None while it does not answer)."""
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=2) as r:
@@ -204,7 +205,7 @@ class LocalCluster:
 
     def alive_workers(self) -> int:
         s = self.state() or {}
-        return sum(1 for w in s.get("workers", []) if w.get("state") == "ALIVE")  # type: ignore[union-attr]
+        return sum(1 for w in s.get("workers", []) if w.get("state") == "ALIVE")
 
     def await_workers(self, n: int, timeout: float = 120.0) -> None:
         _wait(f"{n} Spark workers", lambda: self.alive_workers() >= n,

@@ -144,7 +144,7 @@ def run_pipeline(
     wall time of each phase."""
     import threading
 
-    state = {"fraction": 0.0, "note": "checking properties"}
+    state: dict[str, Any] = {"fraction": 0.0, "note": "checking properties"}
     stop = threading.Event()
 
     def step(fraction: float, note: str) -> None:

@@ -78,8 +78,11 @@ def check_java(java: str | None = None) -> int:
     return major
 
 
-def local_cores(master: str) -> int | None:
-    """Cores of a ``local``/``local[N]``/``local[*]`` master; None for a cluster."""
+def local_cores(master: str | None) -> int | None:
+    """Cores of a ``local``/``local[N]``/``local[*]`` master; None for a cluster (or
+    for no master at all)."""
+    if master is None:
+        return None
     if master == "local":
         return 1
     m = re.fullmatch(r"local\[(\*|\d+)(?:,\s*\d+)?\]", master)

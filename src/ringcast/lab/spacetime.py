@@ -124,11 +124,12 @@ class _Details:
     def __getitem__(self, k: int) -> dict[str, Any]:
         v = self.parsed.get(k)
         if v is None:
+            text = self.raw[k]
             try:
-                v = json.loads(self.raw[k]) if self.raw[k] else {}
+                loaded = json.loads(text) if text else {}
             except ValueError:
-                v = {}
-            v = v if isinstance(v, dict) else {}
+                loaded = {}
+            v = loaded if isinstance(loaded, dict) else {}
             self.parsed[k] = v
         return v
 
@@ -375,8 +376,9 @@ def figure(
     # message arrows, submits as dots, deliveries as ticks
     submit_at: dict[str, tuple[str, int]] = {}
     for k in rows.of("submit"):
-        if rows.kind[k] == "submit" and rows.msg[k] is not None:
-            submit_at.setdefault(rows.msg[k], (rows.node[k], rows.t[k]))  # type: ignore[index]
+        submitted = rows.msg[k]
+        if rows.kind[k] == "submit" and submitted is not None:
+            submit_at.setdefault(submitted, (rows.node[k], rows.t[k]))
     msg_arrows: list[tuple[float, float, float, float]] = []
     ticks: tuple[list[float], list[int], list[str]] = ([], [], [])
     for k in rows.of("deliver"):
@@ -386,11 +388,9 @@ def figure(
         ticks[0].append(_ms(rows.t[k]))
         ticks[1].append(lane[rows.node[k]])
         ticks[2].append(f"{rows.node[k]} delivers {msg} ({rows.order[k] or '-'})")
-        src = submit_at.get(msg)
-        if src is not None and src[0] != rows.node[k] and src[0] in lane:
-            msg_arrows.append(
-                (_ms(src[1]), lane[src[0]], _ms(rows.t[k]), lane[rows.node[k]])  # type: ignore[arg-type]
-            )
+        origin = submit_at.get(msg)
+        if origin is not None and origin[0] != rows.node[k] and origin[0] in lane:
+            msg_arrows.append((_ms(origin[1]), lane[origin[0]], _ms(rows.t[k]), lane[rows.node[k]]))
     if msg_arrows:
         traces.append(_arrows("message", msg_arrows, "#1f77b4", 0.8))
 
@@ -401,9 +401,9 @@ def figure(
         if rows.kind[k] != "token":
             continue
         d = rows.detail[k]
-        key = d.get("token_seq", d.get("seq"))
-        if d.get("op") == "sent" and key is not None:
-            ts, ns = sent.setdefault(key, ([], []))
+        token_key = d.get("token_seq", d.get("seq"))
+        if d.get("op") == "sent" and token_key is not None:
+            ts, ns = sent.setdefault(token_key, ([], []))
             ts.append(rows.t[k])
             ns.append(rows.node[k])
         elif d.get("op") not in ("sent", "received") and rows.node[k] in lane:
@@ -422,10 +422,10 @@ def figure(
         d = rows.detail[k]
         if rows.kind[k] != "token" or d.get("op") != "received" or rows.node[k] not in lane:
             continue
-        key = d.get("token_seq", d.get("seq"))
-        if key not in sent:
+        token_key = d.get("token_seq", d.get("seq"))
+        if token_key not in sent:
             continue
-        ts, ns = sent[key]
+        ts, ns = sent[token_key]
         j = bisect.bisect_right(ts, rows.t[k]) - 1
         src = d.get("src")
         while j >= 0 and (ns[j] == rows.node[k] or (src is not None and ns[j] != src)):

@@ -82,7 +82,7 @@ def simulate(spec: RunSpec, document: dict[str, Any]) -> pa.Table:
         detail = json.dumps(
             {"error": f"{type(e).__name__}: {e}", "where": traceback.format_exc(limit=-3)}
         )
-        row = {c: None for c in SCHEMA.names}
+        row: dict[str, Any] = {c: None for c in SCHEMA.names}
         row.update(run=spec.run, node="-", t=0, i=0, kind=ERROR_KIND, detail=detail)
         table = pa.Table.from_pylist([row], schema=SCHEMA)
     n = table.num_rows
@@ -145,7 +145,9 @@ def _connect_progress(
                 progress(finished / total if total else 1.0, _runs_done(finished, total, runs))
 
     register(handler)
-    return lambda: spark.removeProgressHandler(handler)  # type: ignore[attr-defined]
+    # pyspark types the handler as its ProgressHandler ABC, and documents any callable of
+    # that signature as accepted; older pyspark has no removeProgressHandler in its stubs.
+    return lambda: spark.removeProgressHandler(handler)  # type: ignore[arg-type, attr-defined]
 
 
 def run_sweep(

@@ -77,7 +77,8 @@ class HeartbeatDetector:
     # -- the Layer interface
 
     def up(self, event: Event, now: int) -> tuple[list[Event], list[Effect]]:
-        src = event.src  # type: ignore[union-attr]  (up_types: Received only)
+        # up_types is (Received,): the stack hands this layer nothing else.
+        src = event.src  # type: ignore[union-attr]
         last = self.last_heard
         if src in last and src not in self.suspected:  # the common case: nothing to say
             last[src] = now

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import ipaddress
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -329,7 +329,7 @@ def render_config(
     *,
     name: str,
     protocol: str,
-    nodes: list[tuple[str, list[str], str | None]],
+    nodes: Sequence[tuple[str, Sequence[str], str | None]],
     settings: Mapping[str, Any] | None = None,
     key_file: str = "cluster.key",
     security: str = "hmac",

@@ -124,18 +124,17 @@ async def run_node(
     tune_gc()
     async with Group.join(config, node_id) as g:
         g.subscribe()
+        status = g.host.node.status
         status_srv = None
-        if g.host.node.status is not None:
-            status_srv = StatusServer(
-                g.host.node.status, lambda: _status(g, lat), changed=g.host.changed
-            )
+        if status is not None:
+            status_srv = StatusServer(status, lambda: _status(g, lat), changed=g.host.changed)
             await status_srv.start()
         if refused is not None:
             g.host.log.warning("realtime scheduling refused", fields={"reason": refused})
         g.host.log.info(
             "node ready",
             fields={
-                "status": None if status_srv is None else "{}:{}".format(*g.host.node.status),
+                "status": None if status is None else "{}:{}".format(*status),
                 "sched_rr": sched_rr and refused is None,
             },
         )

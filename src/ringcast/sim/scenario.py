@@ -185,6 +185,12 @@ def _duration(t: _Table, key: str, default: Any = None, *, required: bool = Fals
         raise ScenarioError(str(e)) from None
 
 
+def _duration_or(t: _Table, key: str, default: int) -> int:
+    """``key``'s duration in nanoseconds, or ``default`` when the table leaves it out."""
+    value = _duration(t, key)
+    return default if value is None else value
+
+
 def _prob(t: _Table, key: str, default: float = 0.0) -> float:
     raw = t.get(key, default)
     if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0.0 <= raw <= 1.0:
@@ -236,7 +242,7 @@ def _parse_network(raw: Any, nodes: tuple[str, ...], where: str) -> NetworkModel
     kw["loss"] = _prob(t, "loss")
     kw["duplication"] = _prob(t, "duplication")
     kw["reorder"] = _prob(t, "reorder")
-    kw["reorder_delay"] = _duration(t, "reorder_delay", 2_000_000)
+    kw["reorder_delay"] = _duration_or(t, "reorder_delay", 2_000_000)
     kw["corrupt"] = _prob(t, "corrupt")
     kw["networks"] = _int(t, "networks", 1, minimum=1)
     kw["max_datagram"] = _int(t, "max_datagram", MAX_DATAGRAM, minimum=0)
@@ -321,11 +327,11 @@ def _parse_workload(raw: Any, nodes: tuple[str, ...], where: str) -> Workload:
         rate=float(rate),
         size=_int(t, "size", 100, minimum=0),
         order=order,
-        start=_duration(t, "start", 0),
+        start=_duration_or(t, "start", 0),
         count=count,
         duration=duration,
         arrivals=arrivals,
-        hold=_duration(t, "hold", 1_000_000),
+        hold=_duration_or(t, "hold", 1_000_000),
     )
     t.done()
     return wl
@@ -353,7 +359,7 @@ def _parse_action(raw: Any, all_nodes: tuple[str, ...], networks: int, where: st
             )
     linger = 0
     if action == "leave":
-        linger = _duration(t, "linger", 0) or 0
+        linger = _duration_or(t, "linger", 0)
     cut_from: tuple[str, ...] = ()
     cut_to: tuple[str, ...] = ()
     if action == "cut":

@@ -100,7 +100,8 @@ class Simulation:
         # (src, dst, message class) -> the link of that class, for rules with ``match``
         self._class_links: dict[tuple[str, str, str], _Link] = {}
         self._matched = {(r.src, r.dst): r for r in scenario.network.links if r.match}
-        self._drops = [[rule, 0] for rule in scenario.network.drops]
+        self._drops = list(scenario.network.drops)
+        self._drop_counts = [0] * len(self._drops)  # messages each rule has matched
         self._timer_gen = 0
         self._count_bytes = scenario.count_bytes
         self._packets = scenario.trace_packets
@@ -368,15 +369,15 @@ class Simulation:
             return None
 
     def _dropped_by_rule(self, src: str, dst: str, msg: Any) -> bool:
-        for entry in self._drops:
-            rule = entry[0]
+        counts = self._drop_counts
+        for k, rule in enumerate(self._drops):
             if (
                 rule.src == src
                 and rule.dst == dst
                 and (rule.match is None or type(msg).__name__ == rule.match)
             ):
-                entry[1] += 1
-                if entry[1] == rule.nth:
+                counts[k] += 1
+                if counts[k] == rule.nth:
                     return True
         return False
 

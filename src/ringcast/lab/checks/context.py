@@ -344,8 +344,8 @@ class CheckContext:
         if any(info["bits"] & (1 << tags.index("_other")) for info in runs.values()):
             # orders beyond the schema's: rare
             other = deliver & ~F.coalesce(F.col("order").isin(*KNOWN_ORDERS), F.lit(True))
-            for o in self.trace.filter(other).select("run", "order").distinct().collect():
-                others.setdefault(o.run, set()).add(o.order)
+            for row in self.trace.filter(other).select("run", "order").distinct().collect():
+                others.setdefault(row.run, set()).add(row.order)
         out = []
         for run in sorted(runs):
             info = runs[run]

@@ -516,9 +516,9 @@ class GmsMachine:
 
     def _ack_tick(self, src: str, arg: Any, out: list[Effect]) -> None:
         if self.mode == "plain":
-            for msg, waiting in self.plain_retx.values():
+            for view_msg, waiting in self.plain_retx.values():
                 for m in sorted(waiting):
-                    out.append(Send(m, msg))
+                    out.append(Send(m, view_msg))
             if any(w for _, w in self.plain_retx.values()):
                 out.append(SetTimer(TIMER_OF["ack_timer"], self.rto))
             return

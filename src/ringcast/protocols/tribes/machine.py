@@ -435,8 +435,8 @@ class TribesMachine:
         for cm in tok_members:
             if cm.node == self.node_id:
                 continue
-            g = gone_map.get(cm.node)
-            if g is not None and g.incarnation >= cm.incarnation:
+            struck = gone_map.get(cm.node)
+            if struck is not None and struck.incarnation >= cm.incarnation:
                 continue
             vouched = cm.node == sender  # it sent this token: alive, whatever this node saw
             if ms.knows_dead(cm) and not vouched:
