@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from ringcast.core.effects import Deliver, Effect, Record, Send, SetTimer
+from ringcast.core.effects import CancelTimer, Deliver, Effect, Record, Send, SetTimer
 from ringcast.core.events import Event, Received, SendFailed, Start, Submit
 from ringcast.core.machine import MachineContext
 from ringcast.layers import ReliableUnicast, Stack
+from ringcast.layers.reliable import TIMER_PREFIX as TIMER
 from ringcast.layers.reliable import RtAck, RtData
 from ringcast.protocols.basic.machine import BasicData
 from ringcast.protocols.registry import ProtocolSpec, Setting, register
@@ -137,15 +138,76 @@ def test_sender_restart_is_a_new_incarnation() -> None:
 def test_duplicates_and_reordering_directly() -> None:
     rt = ReliableUnicast("B", rto=1000, max_tries=3, storage={})
     m = [BasicData(f"A:{i}", b"", "fifo") for i in range(3)]
-    up1, _ = rt.on_data("A", RtData(1, 1, 0, m[1]), 0)
+    up1, _ = rt.on_data("A", RtData(2, 1, 0, m[1]), 0)
     assert up1 == []  # held back: seq 0 missing
-    up0, acks = rt.on_data("A", RtData(1, 0, 0, m[0]), 0)
+    up0, acks = rt.on_data("A", RtData(2, 0, 0, m[0]), 0)
     assert [e.msg for e in up0] == [m[0], m[1]]
-    assert acks == [Send("A", RtAck(1, 2), 0)]
-    dup, _ = rt.on_data("A", RtData(1, 0, 0, m[0]), 0)
+    assert acks == [Send("A", RtAck(2, 2), 0)]
+    dup, _ = rt.on_data("A", RtData(2, 0, 0, m[0]), 0)
     assert dup == []
-    old, effects = rt.on_data("A", RtData(0, 2, 0, m[2]), 0)
+    old, effects = rt.on_data("A", RtData(1, 2, 0, m[2]), 0)
     assert old == [] and effects == []  # an older incarnation is ignored
+
+
+@pytest.mark.parametrize(
+    ("incarnation", "seq", "base"),
+    [(0, 0, 0), (-5, 0, 0), (1, -1, -1), (1, 3, 4), (1, 3, -1)],
+)
+def test_frames_no_sender_numbers_so_are_refused(incarnation: int, seq: int, base: int) -> None:
+    rt = ReliableUnicast("B", rto=1000, max_tries=3, storage={})
+    up, effects = rt.on_data("A", RtData(incarnation, seq, base, BasicData("A:1", b"", "fifo")), 0)
+    assert up == []
+    assert effects == [Record.of("drop", reason="implausible_rtdata", src="A")]
+    # ... and leave no state behind: the sender's real first frame is taken as usual.
+    up, _ = rt.on_data("A", RtData(1, 0, 0, BasicData("A:1", b"", "fifo")), 0)
+    assert len(up) == 1
+
+
+def test_an_ack_for_frames_never_sent_takes_nothing_off_the_queue() -> None:
+    rt = ReliableUnicast("A", rto=1000, max_tries=3, storage={})
+    rt.send("B", BasicData("A:1", b"", "fifo"))  # seq 0; the next would be 1
+    assert rt.on_ack("B", RtAck(rt.incarnation, 5)) == []
+    _, retransmitted = rt.on_timer(TIMER + "B")
+    assert [e.msg.seq for e in retransmitted if isinstance(e, Send)] == [0]
+    assert rt.on_ack("B", RtAck(rt.incarnation, 1)) == [CancelTimer(TIMER + "B")]
+
+
+@pytest.mark.parametrize(
+    "bogus",
+    [RtData(2**62, 0, 0, None), RtData(1, 2**31, 2**31, None)],
+    ids=["incarnation", "base"],
+)
+def test_a_bogus_frame_blocks_its_sender_for_forget_after_not_for_ever(bogus: RtData) -> None:
+    """A corrupted frame that passed authentication names an incarnation or a base the
+    sender never had: the receiver follows it and drops the sender's real frames (older
+    incarnation, or below the expected number), until nothing new came for forget_after."""
+    rt = ReliableUnicast("B", rto=10_000_000, max_tries=3, storage={})
+    assert rt.forget_after == 1_000_000_000  # the floor: 4 x 3 x 10 ms is less
+    m = [BasicData(f"A:{i}", b"", "fifo") for i in range(3)]
+    assert len(rt.on_data("A", RtData(1, 0, 0, m[0]), 0, now=0)[0]) == 1
+    rt.on_data("A", bogus, 0, now=1_000)
+    t = 2_000
+    while t < 1_000 + rt.forget_after:  # the sender retransmits; nothing gets through
+        up, _ = rt.on_data("A", RtData(1, 1, 1, m[1]), 0, now=t)
+        assert up == []
+        t += 10_000_000
+    up, _ = rt.on_data("A", RtData(1, 1, 1, m[1]), 0, now=1_000 + rt.forget_after)
+    assert [e.msg for e in up] == [m[1]]
+    up, _ = rt.on_data("A", RtData(1, 2, 1, m[2]), 0, now=1_000 + rt.forget_after)
+    assert [e.msg for e in up] == [m[2]]
+
+
+def test_a_quiet_honest_sender_is_forgotten_without_a_duplicate_or_a_gap() -> None:
+    """Forgetting a sender that sent nothing for forget_after starts again at the next
+    frame's base: what was delivered before is below it, nothing after it is skipped."""
+    rt = ReliableUnicast("B", rto=1000, max_tries=3, storage={})
+    m = [BasicData(f"A:{i}", b"", "fifo") for i in range(3)]
+    rt.on_data("A", RtData(1, 0, 0, m[0]), 0, now=0)
+    rt.on_data("A", RtData(1, 1, 1, m[1]), 0, now=10)
+    late = rt.forget_after * 5
+    up, acks = rt.on_data("A", RtData(1, 2, 2, m[2]), 0, now=late)
+    assert [e.msg for e in up] == [m[2]]
+    assert acks == [Send("A", RtAck(1, 3), 0)]
 
 
 def test_incarnation_is_persisted_and_increases() -> None:

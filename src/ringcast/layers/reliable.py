@@ -14,6 +14,21 @@ notify the Group Communication Manager." This layer gives, per destination:
 Each data frame carries ``base``, the sender's oldest unacknowledged sequence number,
 so a receiver with no state for the sender (it restarted, or never heard of it)
 starts there instead of waiting forever for messages that were acknowledged already.
+
+What the seed leaves open, decided here against frames no honest sender produces (a
+member's corrupted or hostile frame that passed authentication; docs/protocols/raincore.md,
+"The Transport Manager against frames it should never see"):
+
+- a frame with ``base`` above its ``seq``, a negative number or an incarnation below 1
+  is refused and recorded as a drop;
+- an ack for a sequence number this node never sent is ignored: it would take messages
+  off the queue that the peer never received;
+- a receiver forgets its state for a sender that brought nothing new (no sequence
+  number not seen before) for ``forget_after``, at least a second and four times the
+  sender's whole retry budget (``max_tries`` x ``rto``). An honest sender has then
+  nothing left unacknowledged that the receiver took, so the next frame starts the
+  state afresh at its ``base``, as for a restarted receiver. A frame that named a
+  bogus incarnation or ``base`` therefore blocks the link for that long, not for ever.
 """
 
 from __future__ import annotations
@@ -28,6 +43,8 @@ from ringcast.core.ids import NodeId
 
 INCARNATION_KEY = "rt.incarnation"
 TIMER_PREFIX = "rt:"
+FORGET_FLOOR = 1_000_000_000
+"""``forget_after`` is never shorter than this (ns), whatever ``rto`` and ``max_tries``."""
 
 
 @wire(0x0001)
@@ -62,6 +79,7 @@ class _Outbound:
 class _Inbound:
     incarnation: int
     expected: int
+    heard: int  # when a frame last brought a sequence number not seen before
     pending: dict[int, Any] = field(default_factory=dict)
 
 
@@ -85,6 +103,7 @@ class ReliableUnicast:
         self.rto = rto
         self.max_tries = max_tries
         self.incarnation = int(storage.get(INCARNATION_KEY, b"0")) + 1
+        self.forget_after = max(FORGET_FLOOR, 4 * max_tries * rto)
         self._out: dict[NodeId, _Outbound] = {}
         self._in: dict[NodeId, _Inbound] = {}
         self.retransmissions = 0
@@ -98,7 +117,7 @@ class ReliableUnicast:
         if type(event) is Received:
             msg = event.msg
             if type(msg) is RtData:
-                return self.on_data(event.src, msg, event.network)
+                return self.on_data(event.src, msg, event.network, now)
             if type(msg) is RtAck:
                 return [], self.on_ack(event.src, msg)
         return [event], []
@@ -156,10 +175,17 @@ class ReliableUnicast:
 
     # -- receiving
 
-    def on_data(self, src: NodeId, frame: RtData, network: int) -> tuple[list[Event], list[Effect]]:
+    def on_data(
+        self, src: NodeId, frame: RtData, network: int, now: int = 0
+    ) -> tuple[list[Event], list[Effect]]:
+        if frame.incarnation < 1 or frame.seq < 0 or not 0 <= frame.base <= frame.seq:
+            # No sender numbers its frames so: the frame was corrupted or forged.
+            return [], [Record.of("drop", reason="implausible_rtdata", src=src)]
         ib = self._in.get(src)
+        if ib is not None and now - ib.heard >= self.forget_after:
+            ib = None  # nothing new from src for forget_after: start afresh (module doc)
         if ib is None or frame.incarnation > ib.incarnation:
-            ib = self._in[src] = _Inbound(frame.incarnation, frame.base)
+            ib = self._in[src] = _Inbound(frame.incarnation, frame.base, now)
         elif frame.incarnation < ib.incarnation:
             return [], []  # a frame from an older incarnation of src: it is gone
         if frame.base > ib.expected:
@@ -168,6 +194,7 @@ class ReliableUnicast:
             ib.pending = {s: p for s, p in ib.pending.items() if s >= frame.base}
         up: list[Event] = []
         if frame.seq >= ib.expected and frame.seq not in ib.pending:
+            ib.heard = now
             ib.pending[frame.seq] = frame.payload
             while ib.expected in ib.pending:
                 up.append(Received(src, ib.pending.pop(ib.expected), network))
@@ -176,8 +203,8 @@ class ReliableUnicast:
 
     def on_ack(self, src: NodeId, ack: RtAck) -> list[Effect]:
         ob = self._out.get(src)
-        if ob is None or ack.incarnation != self.incarnation:
-            return []
+        if ob is None or ack.incarnation != self.incarnation or ack.next_seq > ob.next_seq:
+            return []  # not for this incarnation, or acking what was never sent
         progressed = False
         for seq in [s for s in ob.unacked if s < ack.next_seq]:
             del ob.unacked[seq]
