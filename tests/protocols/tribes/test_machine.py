@@ -298,3 +298,71 @@ def test_the_node_a_token_comes_from_is_alive_even_if_seen_gone() -> None:
     assert [g.node for g in fwd.msg.gone] == ["C"]
     assert [p.dst for p in _sends(out, CoordAlive)] == ["A"]
     assert not [e for e in out if isinstance(e, InstallView)] and m.state is State.WAITING
+
+
+def test_a_bogus_incarnation_shuts_a_beaconing_member_out_for_member_drop_time_only() -> None:
+    """A beacon naming an incarnation its member never had (corrupted, or a member that
+    lost its stable storage and counts again from 1): while the named one is heard, the
+    member's own beacons are late ones of an older incarnation; once it has been silent
+    for member_drop_time, the member is alive again as the incarnation it beacons."""
+    m = _machine("C")
+    _started(m, "A", "B")
+    m.handle(Received("B", MemberBeacon(0, 0, 2**62)), 200 * MS)
+    assert m.membership.members["B"].incarnation == 2**62
+    drop = m.settings.member_drop_time
+    t = 200 * MS + 50 * MS
+    while t < 200 * MS + drop:  # B's own beacons (incarnation 1), every 50 ms
+        m.handle(Received("B", MemberBeacon(0, 0, 1)), t)
+        assert m.membership.members["B"].incarnation == 2**62
+        t += 50 * MS
+    m.handle(Received("B", MemberBeacon(0, 0, 1)), 200 * MS + drop)
+    assert m.membership.members["B"].incarnation == 1 and m.membership.members["B"].direct
+
+
+def test_a_bogus_shutdown_keeps_beacons_out_for_member_drop_time_only() -> None:
+    m = _machine("C")
+    _started(m, "A", "B")
+    m.handle(Received("B", MemberShutdown(2**62)), 200 * MS)
+    assert "B" not in m.membership
+    m.handle(Received("B", MemberBeacon(0, 0, 1)), 250 * MS)  # overtaken by the shutdown?
+    assert "B" not in m.membership
+    m.handle(Received("B", MemberBeacon(0, 0, 1)), 200 * MS + m.settings.member_drop_time)
+    assert "B" in m.membership
+
+
+def test_a_token_does_not_replace_a_member_heard_directly_with_a_higher_incarnation() -> None:
+    m = _machine("C")
+    _started(m, "A", "B")
+    m.handle(Received("B", MemberBeacon(0, 0, 1)), 150 * MS)
+    assert not m.membership.learn(_cm("B", 7), 160 * MS)
+    assert m.membership.members["B"].incarnation == 1 and m.membership.members["B"].direct
+
+
+def test_an_idle_node_whose_view_lacks_members_it_hears_elects_again() -> None:
+    """Tribes' heartbeat(): B hears A and C, but its view is of itself alone (its token
+    sends failed while their links were down; A and C never saw B go, so none of them
+    starts an election). After member_drop_time B starts one; while the difference
+    lasts, the next one waits twice as long."""
+    m = _machine("B")
+    _started(m, "A", "C")
+    m.view, m.state = (_cm("B"),), State.IDLE  # as a round whose sends all failed left it
+    drop = m.settings.member_drop_time
+    beat = m.settings.heartbeat_interval
+
+    def tick(t: int) -> list[Any]:
+        for p in "AC":
+            m.handle(Received(p, MemberBeacon(0, 0, 1)), t)
+        return m.handle(TimerFired("tribes:beacon"), t)
+
+    t = 200 * MS
+    heartbeats = []
+    while t < 200 * MS + 8 * drop:
+        out = tick(t)
+        if any(getattr(e, "fields", {}).get("op") == "heartbeat" for e in out):
+            heartbeats.append(t)
+            assert m.state is State.WAITING  # A leads: B waits for its token, then forces
+            m.state = State.IDLE  # the round failed again: the view is still B's alone
+        t += beat
+    first, second, third = heartbeats[:3]
+    assert first - 200 * MS >= drop
+    assert second - first >= 2 * drop and third - second >= 4 * drop

@@ -14,6 +14,14 @@ reports it ``gone`` with the same incarnation, or the ``COORD_ALIVE`` probe to i
 ``departed`` remembers the incarnation of every member this node saw disappear, so a
 token still listing it (a member "already dead") is corrected at once instead of being
 probed; a beacon with a new incarnation (the member restarted) replaces it.
+
+An incarnation is believed while it beacons (docs/protocols/tribes.md, "Incarnations
+are believed while they beacon"): a beacon of an older incarnation than the one held
+is a late one only while the newer one is heard directly within ``drop_time``, and a
+departure or a shutdown keeps older beacons out for ``drop_time`` only. After that, a
+member that keeps beaconing is alive as the incarnation it beacons, so that a corrupted
+beacon or token naming a higher incarnation, or a member that lost its stable storage,
+shuts nobody out for longer than that.
 """
 
 from __future__ import annotations
@@ -51,8 +59,21 @@ class Membership:
         self.drop_time = drop_time
         self.members: dict[NodeId, Member] = {}
         self.departed: dict[NodeId, int] = {}
+        self.departed_at: dict[NodeId, int] = {}
         self.left: dict[NodeId, int] = {}
         """The incarnation of every member that announced its shutdown."""
+        self.left_at: dict[NodeId, int] = {}
+
+    def _beaconing(self, m: Member, now: int) -> bool:
+        """``m`` is heard directly, its last beacon within ``drop_time``."""
+        return m.heard is not None and now - m.heard < self.drop_time
+
+    def _left_recently(self, node: NodeId, incarnation: int, now: int) -> bool:
+        """``node`` announced its shutdown at ``incarnation`` or later, within ``drop_time``."""
+        return (
+            self.left.get(node, 0) >= incarnation
+            and now - self.left_at.get(node, now) < self.drop_time
+        )
 
     def __contains__(self, node: object) -> bool:
         return node in self.members
@@ -70,36 +91,40 @@ class Membership:
         member is its old self disappearing and a new one being added."""
         gone: list[NodeId] = []
         added: list[NodeId] = []
-        if self.left.get(src, 0) >= b.incarnation:
+        if self._left_recently(src, b.incarnation, now):
             return gone, added  # a beacon overtaken by its sender's shutdown
         m = self.members.get(src)
-        if m is not None and m.incarnation != b.incarnation:
-            if b.incarnation < m.incarnation:
-                return [], []  # a late beacon of an older incarnation
-            del self.members[src]
-            self.departed[src] = m.incarnation
-            gone.append(src)
-            m = None
-        if m is None:
-            if self.departed.get(src, 0) > b.incarnation:
-                return gone, added  # a late beacon of an incarnation older than one seen
-            # A member seen gone that beacons again (a healed partition, a link back up)
-            # is alive: it is added again, whatever its incarnation.
-            self.departed.pop(src, None)
-            self.members[src] = Member(src, b.priority, b.incarnation, now)
-            added.append(src)
-        else:
+        if m is not None and m.incarnation == b.incarnation:
             m.heard = now
             m.priority = b.priority
+            return gone, added
+        if m is not None:
+            if b.incarnation < m.incarnation and self._beaconing(m, now):
+                return gone, added  # a late beacon of an older incarnation
+            # A new incarnation (the member restarted), or the one held is hearsay or
+            # fell silent while this one beacons: the held one is gone.
+            del self.members[src]
+            gone.append(src)
+        elif (
+            self.departed.get(src, 0) > b.incarnation
+            and now - self.departed_at.get(src, now) < self.drop_time
+        ):
+            return gone, added  # a late beacon of an incarnation older than one seen gone
+        # A member seen gone that beacons again (a healed partition, a link back up)
+        # is alive: it is added again, whatever its incarnation.
+        self.departed.pop(src, None)
+        self.members[src] = Member(src, b.priority, b.incarnation, now)
+        added.append(src)
         return gone, added
 
-    def shutdown(self, src: NodeId, incarnation: int) -> bool:
+    def shutdown(self, src: NodeId, incarnation: int, now: int) -> bool:
         """``src`` announced it leaves; True if it was a member (memberDisappeared)."""
         self.left[src] = max(self.left.get(src, 0), incarnation)
+        self.left_at[src] = now
         m = self.members.get(src)
         if m is None or m.incarnation > incarnation:
             return False
-        self.remove(src)
+        self.remove(src, now)
         return True
 
     def expire(self, now: int) -> list[NodeId]:
@@ -109,13 +134,14 @@ class Membership:
             m = self.members[node]
             if m.heard is not None and now - m.heard >= self.drop_time:
                 out.append(node)
-                self.remove(node)
+                self.remove(node, now)
         return out
 
-    def remove(self, node: NodeId) -> None:
+    def remove(self, node: NodeId, now: int) -> None:
         m = self.members.pop(node, None)
         if m is not None:
             self.departed[node] = max(self.departed.get(node, 0), m.incarnation)
+            self.departed_at[node] = now
 
     # -- hearsay, from tokens and confirmed views
 
@@ -128,8 +154,9 @@ class Membership:
         A newer incarnation replaces a known one. A ``vouched`` member (listed in a
         confirmed view, or the node a token came from) is learnt even if this node saw
         that incarnation disappear (the probe checks it), but not if it announced its
-        shutdown."""
-        if cm.node == self.me or self.left.get(cm.node, 0) >= cm.incarnation:
+        shutdown. A higher incarnation heard only this way does not replace a member that
+        beacons directly: its own beacons will say when it restarted."""
+        if cm.node == self.me or self._left_recently(cm.node, cm.incarnation, now):
             return False
         if self.knows_dead(cm):
             if not vouched or self.departed[cm.node] > cm.incarnation:
@@ -137,7 +164,7 @@ class Membership:
             del self.departed[cm.node]
         m = self.members.get(cm.node)
         if m is not None:
-            if cm.incarnation > m.incarnation:
+            if cm.incarnation > m.incarnation and not self._beaconing(m, now):
                 m.incarnation, m.priority, m.heard = cm.incarnation, cm.priority, None
                 m.probed = now
             return False
@@ -155,12 +182,12 @@ class Membership:
                 due.append(m.wire())
         return due
 
-    def forget_hearsay(self, node: NodeId, incarnation: int) -> bool:
+    def forget_hearsay(self, node: NodeId, incarnation: int, now: int) -> bool:
         """A report that ``node`` is gone: drop it unless this node hears it directly."""
         m = self.members.get(node)
         if m is None or m.direct or m.incarnation > incarnation:
             return False
-        self.remove(node)
+        self.remove(node, now)
         return True
 
     def wire(self, node: NodeId) -> CoordMember | None:

@@ -43,6 +43,7 @@ class Ev(enum.StrEnum):
     VIEW_CONF = "COORD_CONF"
     SEND_FAILED = "token send failed"
     TIMEOUT = "waitForCoordMsgTimeout"
+    HEARTBEAT = "heartbeat found inconsistency"
     STOP = "stop"
 
 
@@ -81,6 +82,7 @@ ROWS: dict[tuple[State, Ev], Transition[State]] = {
     (ST, Ev.VIEW_CONF): _t(Action.HANDLE_VIEW_CONF, ST, *RUNNING),
     (ST, Ev.SEND_FAILED): _t(Action.NEXT_INLINE, *RUNNING),
     (ST, Ev.TIMEOUT): Transition(IGNORE, (ST,)),
+    (ST, Ev.HEARTBEAT): Transition(IGNORE, (ST,)),
     (ST, Ev.STOP): _t(Action.STOP, SP),
     (SP, Ev.STOP): Transition(IGNORE, (SP,)),
 }
@@ -120,6 +122,11 @@ for _s in RUNNING:
 ROWS[(ID, Ev.TIMEOUT)] = Transition(IGNORE, (ID,))
 ROWS[(WA, Ev.TIMEOUT)] = _t(Action.TIMEOUT, ID, EL)
 ROWS[(EL, Ev.TIMEOUT)] = _t(Action.TIMEOUT, ID, EL)
+# Tribes' heartbeat(): an idle node whose installed view has not matched its membership
+# for member_drop_time starts an election; waiting or electing, one is under way.
+ROWS[(ID, Ev.HEARTBEAT)] = _t(Action.START_ELECTION, ID, WA, EL)
+ROWS[(WA, Ev.HEARTBEAT)] = Transition(IGNORE, (WA,))
+ROWS[(EL, Ev.HEARTBEAT)] = Transition(IGNORE, (EL,))
 
 TABLE: TransitionTable[State, Ev] = TransitionTable(
     "tribes",

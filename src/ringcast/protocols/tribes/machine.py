@@ -69,6 +69,8 @@ BEACON_TIMER = "tribes:beacon"
 START_TIMER = "tribes:start"
 WAIT_TIMER = "tribes:wait"
 CONCLUDED_MEMORY = 64
+HEARTBEAT_WAIT_LIMIT = 64
+"""The heartbeat check waits at most this many member_drop_times between elections."""
 """How many concluded elections a node remembers, to drop late copies of their tokens."""
 
 
@@ -146,6 +148,11 @@ class TribesMachine:
         self.lastToken: CoordRequest | None = None
         self.outbound: tuple[CoordRequest, NodeId] | None = None
         self.dirty = False
+        # Not in the seed's state: since when the installed view has differed from the
+        # membership while idle, and how long the heartbeat check waits before the next
+        # election it starts for that (doubling while the difference lasts).
+        self.inconsistent_since: int | None = None
+        self.heartbeat_wait = settings.member_drop_time
         self.elections = 0
         self.concluded: deque[str] = deque(maxlen=CONCLUDED_MEMORY)
         self.installed_from: dict[NodeId, int] = {}
@@ -240,7 +247,7 @@ class TribesMachine:
         if tp is MemberShutdown:
             if not isinstance(msg.incarnation, int) or msg.incarnation < 1:
                 return self._drop(src, "malformed shutdown")
-            if src != self.node_id and self.membership.shutdown(src, msg.incarnation):
+            if src != self.node_id and self.membership.shutdown(src, msg.incarnation, now):
                 return self._step(Ev.MEMBER_DISAPPEARED, now, src)
             return []
         if tp is CoordRequest:
@@ -282,12 +289,33 @@ class TribesMachine:
             # Decision: a hearsay member is probed again every member_drop_time, so a
             # node cut off from it (no beacon, token or view reaches it) still loses it.
             out += map(_probe, self.membership.probes_due(now))
-            return out
+            return out + self._heartbeat(now)
         if name == START_TIMER:
             return self._step(Ev.STARTED, now)
         if name == WAIT_TIMER:
             return self._step(Ev.TIMEOUT, now)
         return []
+
+    def _heartbeat(self, now: int) -> list[Effect]:
+        """Tribes' ``heartbeat()``: an idle node whose view has differed from its
+        membership for ``member_drop_time`` starts an election (Decision: any node, not
+        only the highest; the check waits twice as long after each such election while
+        the difference lasts, up to ``HEARTBEAT_WAIT_LIMIT`` times, so that a lasting
+        asymmetry costs an election now and then, not a loop)."""
+        drop_time = self.settings.member_drop_time
+        if self.state is not State.IDLE or self.view == self.known():
+            if self.state is State.IDLE:
+                self.inconsistent_since = None
+                self.heartbeat_wait = drop_time
+            return []
+        if self.inconsistent_since is None:
+            self.inconsistent_since = now
+        if now - self.inconsistent_since < self.heartbeat_wait:
+            return []
+        self.inconsistent_since = now
+        self.heartbeat_wait = min(2 * self.heartbeat_wait, HEARTBEAT_WAIT_LIMIT * drop_time)
+        out: list[Effect] = [Record.of("coord", op="heartbeat", view=list(_names(self.view)))]
+        return out + self._step(Ev.HEARTBEAT, now)
 
     def _send_failed(self, event: SendFailed, now: int) -> list[Effect]:
         msg = event.msg
@@ -299,7 +327,7 @@ class TribesMachine:
             # Decision: the non-blocking alive(): the probe of a hearsay member failed.
             m = self.membership.members.get(event.dst)
             if m is not None and not m.direct and m.incarnation <= msg.incarnation:
-                self.membership.remove(event.dst)
+                self.membership.remove(event.dst, now)
                 out: list[Effect] = [Record.of("coord", op="probe_failed", node=event.dst)]
                 if event.dst in _names(self.view):
                     out += self._step(Ev.MEMBER_DISAPPEARED, now, event.dst)
@@ -429,7 +457,7 @@ class TribesMachine:
                 continue
             if m.direct and m.incarnation >= g.incarnation:
                 del gone_map[g.node]
-            elif ms.forget_hearsay(g.node, g.incarnation):
+            elif ms.forget_hearsay(g.node, g.incarnation, now):
                 out.append(Record.of("coord", op="forget", node=g.node))
         merged: dict[NodeId, CoordMember] = {}
         for cm in tok_members:
@@ -579,7 +607,7 @@ class TribesMachine:
                 out += _hearsay_added(cm)
         for node in sorted(ms.names() - set(names)):
             if not ms.members[node].direct:
-                ms.remove(node)  # hearsay the group did not confirm
+                ms.remove(node, now)  # hearsay the group did not confirm
         if self.suggestedviewId == conf.id or self.suggestedView == conf.members:
             self.suggestedviewId, self.suggestedView = None, ()
         if self.suggestedviewId is not None:
@@ -601,7 +629,7 @@ class TribesMachine:
         self._leave_starting()
         m = self.membership.members.get(dst)
         if m is not None and not m.direct:
-            self.membership.remove(dst)
+            self.membership.remove(dst, now)
         members = tuple(x for x in tok.members if x.node != dst)
         out: list[Effect] = [Record.of("coord", op="unreachable", election=tok.id, node=dst)]
         if not members:
