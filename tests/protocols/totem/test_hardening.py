@@ -10,6 +10,7 @@ the machine's state is unchanged.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -211,6 +212,27 @@ def test_frames_and_tokens_far_above_my_aru_are_dropped() -> None:
         out = m.handle(Received("P1", msg), 10**10)
         assert any(r.startswith("invalid ") and "too far" in r for r in drops(out)), out
         assert same_state(before, snapshot(m))
+
+
+@pytest.mark.parametrize("field", ["aru_id", "retrans_id"])
+def test_a_token_naming_a_non_member_in_aru_id_or_retrans_id_is_dropped(field: str) -> None:
+    """Nobody resets an aru_id or a retrans_id that names no member: the aru (safe
+    delivery, flow control) or the end of recovery would wait for ever while the token
+    kept circulating (the garble soak: a ring stuck in Recovery)."""
+    m = _machine_in("operational")
+    seq = m.log.my_aru
+    fields = {"aru_id": "", "retrans_id": "", field: "Z"}
+    tok = Token(
+        m.ring_id, m.last_token_seq + 1, seq, seq, fields["aru_id"], (), 0, 0,
+        field == "retrans_id", fields["retrans_id"], 0,
+    )  # fmt: skip
+    before = snapshot(m)
+    out = m.handle(Received("P1", tok), 10**10)
+    assert any("is not a member of the ring" in r for r in drops(out)), out
+    assert same_state(before, snapshot(m))
+    # ... and a member's name there is taken as before.
+    ok = dataclasses.replace(tok, **{field: "P1"})
+    assert not any("not a member" in r for r in drops(m.handle(Received("P1", ok), 10**10)))
 
 
 def _machine_in(where: str) -> TotemMachine:

@@ -170,8 +170,13 @@ def recovery_frame(m: object, *, my_aru: int | None, window_size: int) -> str | 
     return f"old: {bad}" if bad else None
 
 
-def token(t: object, *, my_aru: int | None, window_size: int) -> str | None:
-    """The regular token (seed 002, "Token Fields")."""
+def token(
+    t: object, *, my_aru: int | None, window_size: int, members: tuple[str, ...] | None = None
+) -> str | None:
+    """The regular token (seed 002, "Token Fields"). ``members``: the ring's members when
+    the token is of this node's ring; its ``aru_id`` and ``retrans_id`` must then be one of
+    them or empty (a non-member there is never reset by anyone: the aru, and with it
+    safe delivery and flow control, or the end of recovery would wait for ever)."""
     if type(t) is not Token:
         return "not a token"
     bad = (
@@ -193,6 +198,11 @@ def token(t: object, *, my_aru: int | None, window_size: int) -> str | None:
         return f"seq {t.seq} too far above my_aru {my_aru}"
     if type(t.retrans_flg) is not bool:
         return "retrans_flg is not a bool"
+    if members is not None:
+        for name in ("aru_id", "retrans_id"):
+            v = getattr(t, name)
+            if v and v not in members:
+                return f"{name} {v!r} is not a member of the ring"
     for name in ("fcc", "backlog"):
         v = getattr(t, name)
         if type(v) is not int or not 0 <= v <= MAX_COUNT:

@@ -206,8 +206,14 @@ class TotemMachine:
                 out.append(Record.of("drop", reason="stale message", ring=str(rid)))
         elif tp is Token:
             log = self.new_log if self.state is RE else self.log
-            my_aru = log.my_aru if log is not None and msg.ring_id == log.ring_id else None
-            bad = _validate.token(msg, my_aru=my_aru, window_size=self.window_size)
+            mine = log is not None and msg.ring_id == log.ring_id
+            my_aru = log.my_aru if mine and log is not None else None
+            bad = _validate.token(
+                msg,
+                my_aru=my_aru,
+                window_size=self.window_size,
+                members=self._ring_members() if mine else None,
+            )
             if bad is not None:
                 self._invalid(msg, bad, out)
             else:
@@ -554,8 +560,12 @@ class TotemMachine:
         i = memb.index(self.node_id)
         return memb[(i + 1) % len(memb)]
 
+    def _ring_members(self) -> tuple[str, ...]:
+        """The members of the ring the token circulates on: the new ring's in Recovery."""
+        return self.plan.memb if self.state is RE and self.plan is not None else self.memb
+
     def _pass_token(self, tok: Token, out: Out) -> None:
-        memb = self.plan.memb if self.state is RE and self.plan is not None else self.memb
+        memb = self._ring_members()
         nxt = self._next_of(memb)
         self.last_token_seq = tok.token_seq
         if nxt == self.node_id:  # a ring of one: the token comes back after the hold time
