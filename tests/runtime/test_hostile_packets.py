@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import random
 import socket
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,6 +16,7 @@ from ringcast.layers.detector import Heartbeat
 from ringcast.runtime import Delivery, Group
 from ringcast.runtime.group import wait_for_change
 from ringcast.runtime.security import Opener, Sealer, read_key_file
+from ringcast.sim.garble import hostile_field
 
 from .conftest import PROTOCOLS, make_config, until
 
@@ -101,35 +100,6 @@ async def _delivered(g: Group, payload: bytes) -> None:
             return
 
 
-HOSTILE_INTS = (-1, 0, 1, 2**31, 2**62, -(2**62))
-HOSTILE_STRS = ("", "Z", "A" * 200, "B:")
-
-
-def _hostile_field(msg: Any, rng: random.Random) -> Any:
-    """``msg`` with one field, at any depth, set to a hostile value of its own type."""
-    fields = [f.name for f in dataclasses.fields(msg)]
-    rng.shuffle(fields)
-    for name in fields:
-        v = getattr(msg, name)
-        if isinstance(v, bool):
-            new: Any = not v
-        elif isinstance(v, int):
-            new = rng.choice((*HOSTILE_INTS, v + 1, v - 1))
-        elif isinstance(v, str):
-            new = rng.choice(HOSTILE_STRS)
-        elif isinstance(v, tuple) and v:
-            new = rng.choice(((), v + v, v[::-1], v[:-1]))
-        elif dataclasses.is_dataclass(v) and not isinstance(v, type):
-            new = _hostile_field(v, rng)
-        else:
-            continue
-        try:
-            return dataclasses.replace(msg, **{name: new})
-        except (TypeError, ValueError):  # a message that checks its own fields
-            continue
-    return msg
-
-
 def _corrupted(frames: list[bytes], rng: random.Random, count: int) -> list[bytes]:
     """``count`` frames made from a member's genuine ``frames``: bytes flipped anywhere,
     bytes flipped in the message body only, and one field of the decoded message set to
@@ -151,7 +121,7 @@ def _corrupted(frames: list[bytes], rng: random.Random, count: int) -> list[byte
             try:
                 data = bytearray(
                     encode(
-                        _hostile_field(frame.msg, rng),
+                        hostile_field(frame.msg, rng),
                         sender=frame.sender,
                         cluster_id=frame.cluster_id,
                     )

@@ -31,7 +31,11 @@ ACTIONS = (
     "join",
     "leave",
     "cut",
+    "garble",
+    "ungarble",
 )
+GARBLE_SHARE = 0.25
+"""A garbling node's share of hostile messages unless its ``share`` says otherwise."""
 WORKLOAD_KINDS = ("multicast", "lock")
 DEFAULT_LATENCY = Latency("constant", value=1_000_000)
 # The largest message body a UDP datagram carries: 65,507 bytes of IPv4 UDP payload
@@ -108,6 +112,8 @@ class Action:
     linger: int = 0
     cut_from: tuple[str, ...] = ()
     cut_to: tuple[str, ...] = ()
+    share: float = 0.0
+    """garble: the share of the node's messages that arrive with a hostile field."""
 
 
 @dataclass(frozen=True)
@@ -347,7 +353,18 @@ def _parse_action(raw: Any, all_nodes: tuple[str, ...], networks: int, where: st
     node = None
     groups: tuple[tuple[str, ...], ...] = ()
     network = None
-    if action in ("crash", "restart", "pause", "resume", "join", "leave", "link_down", "link_up"):
+    if action in (
+        "crash",
+        "restart",
+        "pause",
+        "resume",
+        "join",
+        "leave",
+        "link_down",
+        "link_up",
+        "garble",
+        "ungarble",
+    ):
         if not t.has("node"):
             raise _err(t.path("node"), f"required for {action}")
         node = _known(t.get("node"), all_nodes, t.path("node"))
@@ -360,6 +377,11 @@ def _parse_action(raw: Any, all_nodes: tuple[str, ...], networks: int, where: st
     linger = 0
     if action == "leave":
         linger = _duration_or(t, "linger", 0)
+    share = 0.0
+    if action == "garble":
+        share = _prob(t, "share", GARBLE_SHARE)
+        if share == 0.0:
+            raise _err(t.path("share"), "a garbling node garbles some of its messages: > 0")
     cut_from: tuple[str, ...] = ()
     cut_to: tuple[str, ...] = ()
     if action == "cut":
@@ -389,7 +411,7 @@ def _parse_action(raw: Any, all_nodes: tuple[str, ...], networks: int, where: st
             parsed.append(grp)
         groups = tuple(parsed)
     t.done()
-    return Action(at, action, node, groups, network, linger, cut_from, cut_to)
+    return Action(at, action, node, groups, network, linger, cut_from, cut_to, share)
 
 
 def _check_schedule(sc: Scenario) -> None:

@@ -27,6 +27,7 @@ from ringcast.core.ids import View
 from ringcast.core.interpreter import Interpreter
 from ringcast.core.machine import Machine, MachineContext
 from ringcast.protocols import registry
+from ringcast.sim.garble import garbled
 from ringcast.sim.latency import Latency
 from ringcast.sim.recorder import Recorder
 from ringcast.sim.result import SimResult
@@ -100,6 +101,7 @@ class Simulation:
         # (src, dst, message class) -> the link of that class, for rules with ``match``
         self._class_links: dict[tuple[str, str, str], _Link] = {}
         self._matched = {(r.src, r.dst): r for r in scenario.network.links if r.match}
+        self._garbling: dict[str, float] = {}  # node -> share of its messages garbled
         self._drops = list(scenario.network.drops)
         self._drop_counts = [0] * len(self._drops)  # messages each rule has matched
         self._timer_gen = 0
@@ -323,6 +325,14 @@ class Simulation:
             if self._packets:
                 self._lost(src, dst, net, "network loss")
             return
+        share = self._garbling.get(src)
+        if share is not None and rng.random() < share:
+            msg = garbled(msg, src, rng)
+            if msg is None:  # the hostile value does not encode: a receiver drops it
+                node.lost += 1
+                if self._packets:
+                    self._lost(src, dst, net, "garbled")
+                return
         net_model = self._net
         if net_model.corrupt and rng.random() < net_model.corrupt:
             msg = self._corrupted(msg, src, rng)
@@ -480,6 +490,14 @@ class Simulation:
             else:
                 self._links_down.discard((a.node, a.network))
             self._fault(a.node, a, network=a.network)
+            return
+        if act in ("garble", "ungarble"):
+            if act == "garble":
+                self._garbling[a.node] = a.share
+                self._fault(a.node, a, share=a.share)
+            else:
+                self._garbling.pop(a.node, None)
+                self._fault(a.node, a)
             return
         self._fault(a.node, a)
         if act == "crash":

@@ -1,0 +1,59 @@
+"""A member gone bad: messages with one field set to a hostile value (nemesis ``garble``).
+
+A real cluster authenticates every datagram, so a corrupted message that reaches a
+protocol comes from a member whose key it holds: a buggy or compromised node. What such
+a member sends still decodes; only a field's value is wrong. :func:`garbled` makes such
+a message from a genuine one: one field, at any depth of nested messages, set to an
+extreme number, an empty, unknown or oversized node id, or a tuple emptied, doubled,
+shortened or reversed, then encoded and decoded as the network would carry it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import Any
+
+from ringcast.core.codec import DecodeError, EncodeError, decode, encode
+
+HOSTILE_INTS = (-1, 0, 1, 2**31, 2**62, -(2**62))
+HOSTILE_STRS = ("", "Z", "A" * 200, "B:")
+
+
+def hostile_field(msg: Any, rng: random.Random) -> Any:
+    """``msg`` with one field, at any depth, set to a hostile value of its own type
+    (``msg`` itself if no field of it can be changed)."""
+    if not dataclasses.is_dataclass(msg) or isinstance(msg, type):
+        return msg
+    names = [f.name for f in dataclasses.fields(msg)]
+    rng.shuffle(names)
+    for name in names:
+        v = getattr(msg, name)
+        new: Any
+        if isinstance(v, bool):
+            new = not v
+        elif isinstance(v, int):
+            new = rng.choice((*HOSTILE_INTS, v + 1, v - 1))
+        elif isinstance(v, str):
+            new = rng.choice(HOSTILE_STRS)
+        elif isinstance(v, tuple) and v:
+            new = rng.choice(((), v + v, v[::-1], v[:-1]))
+        elif dataclasses.is_dataclass(v) and not isinstance(v, type):
+            new = hostile_field(v, rng)
+        else:
+            continue
+        try:
+            return dataclasses.replace(msg, **{name: new})
+        except (TypeError, ValueError):  # a message that checks its own fields
+            continue
+    return msg
+
+
+def garbled(msg: Any, sender: str, rng: random.Random) -> Any:
+    """``msg`` with one field set to a hostile value, as a receiver decodes it after the
+    network carried it; None if it no longer encodes or decodes (it is then dropped as
+    malformed, as a real node drops it)."""
+    try:
+        return decode(encode(hostile_field(msg, rng), sender=sender)).msg
+    except (EncodeError, DecodeError):
+        return None

@@ -1,0 +1,81 @@
+"""Nemesis ``garble``: a member whose messages arrive with a hostile field (a buggy or
+compromised node whose packets pass authentication). No node fails on one, and once the
+member stops, every protocol's group converges again."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from tests.protocols.gms import checks
+
+from ringcast.protocols import registry
+from ringcast.protocols.tribes import MemberBeacon
+from ringcast.sim import ScenarioError, Simulation, parse_scenario
+from ringcast.sim.garble import garbled, hostile_field
+
+NODES = ["A", "B", "C", "D"]
+MS = 1_000_000
+
+
+def _doc(protocol: str, **garble: object) -> dict[str, object]:
+    t = (registry.get(protocol).timeout_ns() or 200 * MS) // MS  # failure detection, ms
+    return {
+        "protocol": protocol,
+        "nodes": NODES,
+        "duration": f"{40 * t}ms",
+        "workload": [{"nodes": "all", "rate": 50}],
+        "nemesis": [
+            {"at": f"{4 * t}ms", "action": "garble", "node": "B", **garble},
+            {"at": f"{12 * t}ms", "action": "ungarble", "node": "B"},
+        ],
+    }
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("protocol", registry.builtin_names())
+def test_a_garbling_member_fails_no_node_and_the_group_converges_after(
+    protocol: str, seed: int
+) -> None:
+    res = Simulation(parse_scenario(_doc(protocol, share=0.3)), seed).run()
+    rows = res.events()
+    faults = [r["detail"]["action"] for r in rows if r["kind"] == "fault"]
+    assert faults == ["garble", "ungarble"]
+    # B sent hundreds of messages while garbling; the run went on to the end (a machine
+    # that raised would have stopped it) and ends in one view of all four.
+    assert checks.convergence(rows, set(NODES)) == []
+
+
+def test_garbled_messages_keep_their_type_and_change_one_field() -> None:
+    rng = random.Random(5)
+    genuine = MemberBeacon(5, 12_345, 7)
+    for _ in range(50):
+        m = garbled(genuine, "A", rng)
+        assert type(m) is MemberBeacon
+        changed = [
+            f
+            for f in ("priority", "start_time", "incarnation")
+            if getattr(m, f) != getattr(genuine, f)
+        ]
+        assert len(changed) == 1
+    assert hostile_field(3, rng) == 3  # not a message: left alone
+
+
+@pytest.mark.parametrize(
+    ("action", "message"),
+    [
+        ({"action": "garble"}, r"node: required for garble"),
+        ({"action": "garble", "node": "B", "share": 0}, r"share: a garbling node"),
+        ({"action": "garble", "node": "B", "share": 1.5}, r"share: expected a probability"),
+        ({"action": "ungarble", "node": "Q"}, r"node: unknown node 'Q'"),
+    ],
+)
+def test_a_garble_action_with_a_mistake_is_refused(action: dict[str, object], message: str) -> None:
+    doc = {
+        "protocol": "basic",
+        "nodes": NODES,
+        "duration": "1s",
+        "nemesis": [{"at": "0s", **action}],
+    }
+    with pytest.raises(ScenarioError, match=message):
+        parse_scenario(doc)
