@@ -152,3 +152,20 @@ def test_the_well_formed_originals_are_taken_in_every_state(state: Any) -> None:
         m = _machine(state)
         out = m.handle(Received("C", good), 5 * MS)
         assert not any(isinstance(e, Record) and e.kind == "drop" for e in out), (good, out)
+
+
+def test_a_reservation_naming_this_node_as_a_signer_it_never_was_is_not_joined() -> None:
+    """A token reserving location 9 (above anything B reserved) claims B's signature
+    already. Joining it appended B a second time: every token B passed on after that
+    was malformed and dropped by its peers, while B, holding the newest token, vetoed
+    their 911s, and the ring starved for good (the garble soak, Raincore seeds 67, 178,
+    246 and 252 of 300). B opens a fresh reservation above it instead."""
+    m = _machine((TokenState.HUNGRY, ViewState.CHAOS))
+    m.highestReserved = 3
+    forged = TOKEN.with_(reservation=9, reserved_by=("A", "B"))
+    assert forged.well_formed()
+    signed = m._reserve(forged)
+    assert signed.reserved_by == ("B",) and signed.reservation == 10
+    assert signed.well_formed()
+    # an honest open reservation is joined, as before
+    assert m._reserve(TOKEN.with_(reservation=20, reserved_by=("A",))).reserved_by == ("A", "B")

@@ -364,7 +364,11 @@ class RaincoreMachine:
         above every location the token or this node knows of."""
         me = self.node_id
         k = token.reservation
-        if k > max(token.global_view_number, self.highestReserved) and token.reserved_by:
+        if (
+            k > max(token.global_view_number, self.highestReserved)
+            and token.reserved_by
+            and me not in token.reserved_by  # a signature of mine I never made: forged
+        ):
             signed = (*token.reserved_by, me)
         else:
             k = 1 + max(
