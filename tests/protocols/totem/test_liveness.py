@@ -313,3 +313,21 @@ def test_at_idle_only_the_dead_nodes_predecessor_fails_it() -> None:
         views = [r for r in rows if r["kind"] == "view" and r["t"] > 600 * MS]
         assert views and all(r["members"] == ["A", "B"] for r in views)
         assert max(r["t"] for r in views) - 600 * MS < TOKEN_TIMEOUT + 20 * MS
+
+
+def test_a_safe_message_of_a_recovery_another_member_failed_is_delivered_next_time() -> None:
+    """Hostile seed 147: N4 installed 29:N1 and delivered its safe N4:56 past a gap in
+    the transitional configuration {N4, N6}; N6 left that recovery for 33:N1 (with N3)
+    and never delivered N4:56. The seed's "Failure of Recovery": it must be delivered in
+    the next transitional configuration. N6's commit token entry for 33:N1 names the
+    transitional members of the recovery it did not finish, and N3 and N6 deliver their
+    frames past the gap too."""
+    sc = load_scenario(SCENARIOS / "regress_failed_recovery.toml")
+    rows = Simulation(sc, seed=147).run().events()
+    views = {(r["node"], r["view"]) for r in rows if r["kind"] == "view"}
+    assert {("N4", "29:N1/t/13:N3"), ("N6", "33:N1/t/13:N3")} <= views  # the schedule
+    delivered = {r["node"] for r in rows if r["kind"] == "deliver" and r["msg"] == "N4:56"}
+    assert {"N4", "N6", "N3"} <= delivered
+    for prop in ("integrity", "total_order", "fifo", "view_agreement", "virtual_synchrony"):
+        assert getattr(checks, prop)(rows) == [], prop
+    assert checks.safe_delivery(rows) == []

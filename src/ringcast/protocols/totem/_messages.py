@@ -116,6 +116,9 @@ class MembEntry:
 
     ``ring_id`` is its old ring, ``my_aru``/``high_delivered``/``high_seq`` its state in it;
     ``received_flg`` is true when it holds every message of the old ring it knows of.
+    ``deliver_memb``: the transitional configurations of this old ring whose recovery it
+    took part in and did not finish (seed 002, "Failure of Recovery"), as the senders
+    whose frames past a gap a member that did finish may have delivered; empty if none.
     """
 
     node: str
@@ -124,6 +127,7 @@ class MembEntry:
     high_delivered: int
     high_seq: int
     received_flg: bool
+    deliver_memb: tuple[str, ...] = ()
 
 
 @wire(0x0208)

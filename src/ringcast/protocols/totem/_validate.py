@@ -259,7 +259,7 @@ def memb_entry(e: object) -> str | None:
         )
     if type(e.received_flg) is not bool:
         return "received_flg is not a bool"
-    return None
+    return _nodes("deliver_memb", e.deliver_memb)
 
 
 def commit_token(ct: object) -> str | None:

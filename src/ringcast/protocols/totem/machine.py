@@ -98,6 +98,10 @@ class TotemMachine:
         self.commit: CommitToken | None = None  # the accepted commit token (Commit, Recovery)
         self.new_log: RingLog | None = None
         self.plan: RecoveryPlan | None = None
+        self.failed_deliver_memb: tuple[str, ...] = ()
+        """my_deliver_memb of every recovery of the current old ring this node took part
+        in and did not finish (seed 002, "Failure of Recovery"); its commit token entry
+        carries it, and installing a ring clears it."""
         self.packer = Packer(s["frame_size"])
         self.reasm = Reassembler()
         self.blocked = False
@@ -675,6 +679,10 @@ class TotemMachine:
         self.last_sent = None
         self.commit = None
         self.new_log = None
+        if self.plan is not None:  # a recovery left unfinished (seed: Failure of Recovery)
+            self.failed_deliver_memb = tuple(
+                sorted(set(self.failed_deliver_memb) | set(self.plan.deliver_memb))
+            )
         self.plan = None
 
     def _send_join(self, out: Out) -> None:
@@ -756,7 +764,7 @@ class TotemMachine:
         log = self.log
         return MembEntry(
             self.node_id, log.ring_id, log.my_aru, log.delivered, log.high_seq,
-            log.my_aru >= log.high_seq,
+            log.my_aru >= log.high_seq, self.failed_deliver_memb,
         )  # fmt: skip
 
     def _act_join_timeout(self, out: Out) -> None:
@@ -882,7 +890,7 @@ class TotemMachine:
         """Recovery steps 2-6, atomically (seed 002, "Recovery Protocol - Six Steps")."""
         plan = self.plan
         assert plan is not None and self.new_log is not None
-        before, after = old_ring_deliveries(self.log, plan.high_ring_delivered, plan.my_trans_memb)
+        before, after = old_ring_deliveries(self.log, plan.high_ring_delivered, plan.deliver_memb)
         for m in before:
             self._emit(m, "safe" if m.safe else "agreed", out)
         out.append(
@@ -900,6 +908,7 @@ class TotemMachine:
         self.log = self.new_log
         self.new_log = None
         self.plan = None
+        self.failed_deliver_memb = ()  # a new old ring
         self.commit = None
         self.gather.start(set(plan.memb), set())
         self.packer.restart_fragment()

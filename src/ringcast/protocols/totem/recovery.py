@@ -34,6 +34,9 @@ class RecoveryPlan:
     low_ring_aru: int
     high_ring_delivered: int
     high_seq: int
+    deliver_memb: tuple[str, ...] = ()
+    """my_deliver_memb: the transitional members and the senders of every unfinished
+    recovery of the old ring that a member of it took part in (see :func:`make_plan`)."""
     queue: deque[int] = field(default_factory=deque)
     recovered: set[int] = field(default_factory=set)
     visits: int = 0
@@ -45,6 +48,13 @@ def make_plan(ct: CommitToken, old: RingLog) -> RecoveryPlan:
     ``ct`` has passed :func:`._validate.second_rotation`, so it carries this node's own
     entry for ``old`` and ``mine`` is never empty."""
     mine = [e for e in ct.entries if e.ring_id == old.ring_id]
+    # Seed 002, "Failure of Recovery": a member that took part in an earlier recovery of
+    # this old ring and did not install its ring may be the only one left of a
+    # transitional configuration in which another member delivered frames past a gap
+    # (safe ones among them). Every member of the new transitional configuration
+    # delivers those senders' frames too, so that it delivers them "during the next
+    # transitional configuration", and all of them deliver the same ones.
+    deliver = {e.node for e in mine}.union(*(e.deliver_memb for e in mine))
     low = min(e.my_aru for e in mine)
     high_delivered = max(e.high_delivered for e in mine)
     high_seq = max(e.high_seq for e in mine)
@@ -56,6 +66,7 @@ def make_plan(ct: CommitToken, old: RingLog) -> RecoveryPlan:
         memb=ct.memb_list,
         old_ring=old.ring_id,
         my_trans_memb=tuple(sorted(e.node for e in mine)),
+        deliver_memb=tuple(sorted(deliver)),
         low_ring_aru=low,
         high_ring_delivered=high_delivered,
         high_seq=high_seq,
