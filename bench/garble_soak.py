@@ -24,23 +24,10 @@ from tests.protocols.soakrun import parse_seeds
 
 from ringcast.protocols import registry
 from ringcast.sim import Simulation, parse_scenario
+from ringcast.sim.garble import garble_scenario
 
-NODES = ["A", "B", "C", "D"]
+NODES = {"A", "B", "C", "D"}
 MS = 1_000_000
-
-
-def scenario(protocol: str, share: float) -> dict[str, object]:
-    t = (registry.get(protocol).timeout_ns() or 200 * MS) // MS
-    return {
-        "protocol": protocol,
-        "nodes": NODES,
-        "duration": f"{40 * t}ms",
-        "workload": [{"nodes": "all", "rate": 50}],
-        "nemesis": [
-            {"at": f"{4 * t}ms", "action": "garble", "node": "B", "share": share},
-            {"at": f"{12 * t}ms", "action": "ungarble", "node": "B"},
-        ],
-    }
 
 
 def main() -> None:
@@ -50,7 +37,8 @@ def main() -> None:
     ap.add_argument("--share", type=float, default=0.3)
     args = ap.parse_args()
     for protocol in args.protocol or registry.builtin_names():
-        sc = parse_scenario(scenario(protocol, args.share))
+        timeout = registry.get(protocol).timeout_ns() or 200 * MS
+        sc = parse_scenario(garble_scenario(protocol, args.share, timeout))
         raised: list[int] = []
         unconverged: list[int] = []
         t0 = time.monotonic()
@@ -62,7 +50,7 @@ def main() -> None:
                 raised.append(seed)
                 print(f"{protocol} seed {seed}: {type(e).__name__}: {e}", flush=True)
                 continue
-            if checks.convergence(rows, set(NODES)):
+            if checks.convergence(rows, NODES):
                 unconverged.append(seed)
         print(
             f"{protocol}: {len(seeds)} runs in {time.monotonic() - t0:.0f} s; "

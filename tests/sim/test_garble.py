@@ -12,24 +12,10 @@ from tests.protocols.gms import checks
 from ringcast.protocols import registry
 from ringcast.protocols.tribes import MemberBeacon
 from ringcast.sim import ScenarioError, Simulation, parse_scenario
-from ringcast.sim.garble import garbled, hostile_field
+from ringcast.sim.garble import garble_scenario, garbled, hostile_field
 
 NODES = ["A", "B", "C", "D"]
 MS = 1_000_000
-
-
-def _doc(protocol: str, **garble: object) -> dict[str, object]:
-    t = (registry.get(protocol).timeout_ns() or 200 * MS) // MS  # failure detection, ms
-    return {
-        "protocol": protocol,
-        "nodes": NODES,
-        "duration": f"{40 * t}ms",
-        "workload": [{"nodes": "all", "rate": 50}],
-        "nemesis": [
-            {"at": f"{4 * t}ms", "action": "garble", "node": "B", **garble},
-            {"at": f"{12 * t}ms", "action": "ungarble", "node": "B"},
-        ],
-    }
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -37,7 +23,8 @@ def _doc(protocol: str, **garble: object) -> dict[str, object]:
 def test_a_garbling_member_fails_no_node_and_the_group_converges_after(
     protocol: str, seed: int
 ) -> None:
-    res = Simulation(parse_scenario(_doc(protocol, share=0.3)), seed).run()
+    timeout = registry.get(protocol).timeout_ns() or 200 * MS
+    res = Simulation(parse_scenario(garble_scenario(protocol, 0.3, timeout)), seed).run()
     rows = res.events()
     faults = [r["detail"]["action"] for r in rows if r["kind"] == "fault"]
     assert faults == ["garble", "ungarble"]

@@ -49,6 +49,23 @@ def hostile_field(msg: Any, rng: random.Random) -> Any:
     return msg
 
 
+def garble_scenario(protocol: str, share: float, timeout: int) -> dict[str, Any]:
+    """The garble soak's run (``bench/garble_soak.py``, ``tests/sim/test_garble.py``): four
+    nodes multicasting at 50/s, node B garbling ``share`` of its messages from 4 to 12
+    failure-detection timeouts (``timeout``, ns), the run ending at 40."""
+    t = timeout // 1_000_000
+    return {
+        "protocol": protocol,
+        "nodes": ["A", "B", "C", "D"],
+        "duration": f"{40 * t}ms",
+        "workload": [{"nodes": "all", "rate": 50}],
+        "nemesis": [
+            {"at": f"{4 * t}ms", "action": "garble", "node": "B", "share": share},
+            {"at": f"{12 * t}ms", "action": "ungarble", "node": "B"},
+        ],
+    }
+
+
 def garbled(msg: Any, sender: str, rng: random.Random) -> Any:
     """``msg`` with one field set to a hostile value, as a receiver decodes it after the
     network carried it; None if it no longer encodes or decodes (it is then dropped as
