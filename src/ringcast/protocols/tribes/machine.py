@@ -69,9 +69,9 @@ BEACON_TIMER = "tribes:beacon"
 START_TIMER = "tribes:start"
 WAIT_TIMER = "tribes:wait"
 CONCLUDED_MEMORY = 64
+"""How many concluded elections a node remembers, to drop late copies of their tokens."""
 HEARTBEAT_WAIT_LIMIT = 64
 """The heartbeat check waits at most this many member_drop_times between elections."""
-"""How many concluded elections a node remembers, to drop late copies of their tokens."""
 
 
 @dataclass(frozen=True, slots=True)
