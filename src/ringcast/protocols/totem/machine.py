@@ -210,13 +210,12 @@ class TotemMachine:
                 out.append(Record.of("drop", reason="stale message", ring=str(rid)))
         elif tp is Token:
             log = self.new_log if self.state is RE else self.log
-            mine = log is not None and msg.ring_id == log.ring_id
-            my_aru = log.my_aru if mine and log is not None else None
+            mine = log if log is not None and msg.ring_id == log.ring_id else None
             bad = _validate.token(
                 msg,
-                my_aru=my_aru,
+                my_aru=None if mine is None else mine.my_aru,
                 window_size=self.window_size,
-                members=self._ring_members() if mine else None,
+                members=None if mine is None else self._ring_members(),
             )
             if bad is not None:
                 self._invalid(msg, bad, out)
