@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from ringcast.core.effects import Record
-from ringcast.core.events import Received, Start
+from ringcast.core.effects import Record, Send
+from ringcast.core.events import Received, Start, TimerFired
 from ringcast.core.machine import MachineContext
 from ringcast.protocols.totem import SPEC
 from ringcast.protocols.totem._messages import (
@@ -160,10 +160,13 @@ BAD_MESSAGES = [
         RecoveryMcast(R, 1, "P1", Mcast(R, 0, "P1", False, (GOOD_CHUNK,))),
     ),
     ("Token aru above seq", Token(R, 1, 3, 9, "", (), 0, 0)),
-    ("Token rtr duplicates", Token(R, 1, 5, 0, "", (2, 2), 0, 0)),
-    ("Token rtr beyond seq", Token(R, 1, 5, 0, "", (6,), 0, 0)),
-    ("Token rtr too long", Token(R, 1, 50, 0, "", tuple(range(1, 41)), 0, 0)),
-    ("Token negative fcc", Token(R, 1, 5, 0, "", (), -1, 0)),
+    ("Token rtr duplicates", Token(R, 1, 5, 0, "P1", (2, 2), 0, 0)),
+    ("Token rtr beyond seq", Token(R, 1, 5, 0, "P1", (6,), 0, 0)),
+    ("Token rtr too long", Token(R, 1, 50, 0, "P1", tuple(range(1, 41)), 0, 0)),
+    ("Token negative fcc", Token(R, 1, 5, 0, "P1", (), -1, 0)),
+    ("Token null aru_id below seq", Token(R, 1, 5, 3, "", (), 0, 0)),
+    ("Token retrans_flg without retrans_id", Token(R, 1, 5, 5, "", (), 0, 0, True, "", 0)),
+    ("Token retrans_id without retrans_flg", Token(R, 1, 5, 5, "", (), 0, 0, False, "P1", 0)),
     ("Join sender spoofed", Join("P3", 1, ("P1", "P3"), ())),
     ("Join proc_set duplicates", Join("P1", 1, ("P1", "P1"), ())),
     ("Join fail_set outside proc_set", Join("P1", 1, ("P1",), ("P7",))),
@@ -233,6 +236,20 @@ def test_a_token_naming_a_non_member_in_aru_id_or_retrans_id_is_dropped(field: s
     # ... and a member's name there is taken as before.
     ok = dataclasses.replace(tok, **{field: "P1"})
     assert not any("not a member" in r for r in drops(m.handle(Received("P1", ok), 10**10)))
+
+
+def test_an_operational_member_clears_a_retrans_flg_that_names_it() -> None:
+    """An honest member clears its own flag before it installs; a token reaching it once
+    it is operational with the flag still naming it is a corrupted one, and the members
+    still in Recovery would wait for ever for the flag to clear."""
+    m = _machine_in("operational")
+    seq = m.log.my_aru
+    tok = Token(m.ring_id, m.last_token_seq + 1, seq, seq, "", (), 0, 0, True, "P2", seq)
+    out = m.handle(Received("P1", tok), 10**10)
+    if m.held is not None:  # an idle ring: the token waits the hold time, then moves on
+        out += m.handle(TimerFired("token_hold"), 10**10 + m.token_hold)
+    passed = [e.msg for e in out if type(e) is Send and type(e.msg) is Token]
+    assert passed and not passed[0].retrans_flg and passed[0].retrans_id == ""
 
 
 def _machine_in(where: str) -> TotemMachine:

@@ -198,6 +198,14 @@ def token(
         return f"seq {t.seq} too far above my_aru {my_aru}"
     if type(t.retrans_flg) is not bool:
         return "retrans_flg is not a bool"
+    # Set together and cleared together by the member that names itself; a null aru_id
+    # means every member had every frame (aru = seq). Otherwise nobody would ever reset
+    # them: the aru (safe delivery, flow control) or the end of Recovery would wait for
+    # ever (the garble soak).
+    if t.retrans_flg != (t.retrans_id != ""):
+        return "retrans_flg and retrans_id disagree"
+    if not t.aru_id and t.aru != t.seq:
+        return f"null aru_id with aru {t.aru} below seq {t.seq}"
     if members is not None:
         for name in ("aru_id", "retrans_id"):
             v = getattr(t, name)

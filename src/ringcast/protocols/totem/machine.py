@@ -531,13 +531,16 @@ class TotemMachine:
         self.my_prev_trc, self.my_pbl = sent, my_bl
         # 5. recovery progress
         retrans_flg, retrans_id, rec_seq = tok.retrans_flg, tok.retrans_id, tok.rec_seq
-        if recovering:
-            if sent or my_bl:
-                retrans_flg, retrans_id = True, me
-                if sent:
-                    rec_seq = seq
-            elif retrans_flg and retrans_id == me:
-                retrans_flg, retrans_id = False, ""
+        if recovering and (sent or my_bl):
+            retrans_flg, retrans_id = True, me
+            if sent:
+                rec_seq = seq
+        elif retrans_flg and retrans_id == me:
+            # The flag came back unchanged: clear it. Also once installed: an honest
+            # member never installs with its own flag still set (it clears it first),
+            # so the flag is a corrupted token's, and the members still in Recovery
+            # would wait for ever for someone to clear it (the garble soak).
+            retrans_flg, retrans_id = False, ""
         if self.state is OP:
             log.free()
             if (
