@@ -26,9 +26,6 @@ from ringcast.protocols import registry
 from ringcast.sim import Simulation, parse_scenario
 from ringcast.sim.garble import garble_scenario
 
-NODES = {"A", "B", "C", "D"}
-MS = 1_000_000
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -37,8 +34,8 @@ def main() -> None:
     ap.add_argument("--share", type=float, default=0.3)
     args = ap.parse_args()
     for protocol in args.protocol or registry.builtin_names():
-        timeout = registry.get(protocol).timeout_ns() or 200 * MS
-        sc = parse_scenario(garble_scenario(protocol, args.share, timeout))
+        doc = garble_scenario(protocol, args.share)
+        sc = parse_scenario(doc)
         raised: list[int] = []
         unconverged: list[int] = []
         t0 = time.monotonic()
@@ -50,7 +47,7 @@ def main() -> None:
                 raised.append(seed)
                 print(f"{protocol} seed {seed}: {type(e).__name__}: {e}", flush=True)
                 continue
-            if checks.convergence(rows, NODES):
+            if checks.convergence(rows, set(doc["nodes"])):
                 unconverged.append(seed)
         print(
             f"{protocol}: {len(seeds)} runs in {time.monotonic() - t0:.0f} s; "

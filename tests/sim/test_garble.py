@@ -15,7 +15,6 @@ from ringcast.sim import ScenarioError, Simulation, parse_scenario
 from ringcast.sim.garble import garble_scenario, garbled, hostile_field
 
 NODES = ["A", "B", "C", "D"]
-MS = 1_000_000
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -23,14 +22,15 @@ MS = 1_000_000
 def test_a_garbling_member_fails_no_node_and_the_group_converges_after(
     protocol: str, seed: int
 ) -> None:
-    timeout = registry.get(protocol).timeout_ns() or 200 * MS
-    res = Simulation(parse_scenario(garble_scenario(protocol, 0.3, timeout)), seed).run()
+    doc = garble_scenario(protocol, 0.3)
+    res = Simulation(parse_scenario(doc), seed).run()
     rows = res.events()
     faults = [r["detail"]["action"] for r in rows if r["kind"] == "fault"]
     assert faults == ["garble", "ungarble"]
-    # B sent hundreds of messages while garbling; the run went on to the end (a machine
-    # that raised would have stopped it) and ends in one view of all four.
-    assert checks.convergence(rows, set(NODES)) == []
+    # B really sent garbled messages (dozens at least), the run went on to the end (a
+    # machine that raised would have stopped it), and it ends in one view of all four.
+    assert res.summary["messages_garbled"] >= 20, res.summary
+    assert checks.convergence(rows, set(doc["nodes"])) == []
 
 
 def test_garbled_messages_keep_their_type_and_change_one_field() -> None:

@@ -15,6 +15,7 @@ import random
 from typing import Any
 
 from ringcast.core.codec import DecodeError, EncodeError, decode, encode
+from ringcast.protocols import registry
 
 HOSTILE_INTS = (-1, 0, 1, 2**31, 2**62, -(2**62))
 HOSTILE_STRS = ("", "Z", "A" * 200, "B:")
@@ -49,11 +50,12 @@ def hostile_field(msg: Any, rng: random.Random) -> Any:
     return msg
 
 
-def garble_scenario(protocol: str, share: float, timeout: int) -> dict[str, Any]:
+def garble_scenario(protocol: str, share: float) -> dict[str, Any]:
     """The garble soak's run (``bench/garble_soak.py``, ``tests/sim/test_garble.py``): four
     nodes multicasting at 50/s, node B garbling ``share`` of its messages from 4 to 12
-    failure-detection timeouts (``timeout``, ns), the run ending at 40."""
-    t = timeout // 1_000_000
+    failure-detection timeouts of ``protocol`` (200 ms for one without), the run ending
+    at 40."""
+    t = (registry.get(protocol).timeout_ns() or 200_000_000) // 1_000_000
     return {
         "protocol": protocol,
         "nodes": ["A", "B", "C", "D"],

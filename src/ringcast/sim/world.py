@@ -102,6 +102,7 @@ class Simulation:
         self._class_links: dict[tuple[str, str, str], _Link] = {}
         self._matched = {(r.src, r.dst): r for r in scenario.network.links if r.match}
         self._garbling: dict[str, float] = {}  # node -> share of its messages garbled
+        self._garbled = 0  # messages sent with a hostile field (the summary's count)
         self._drops = list(scenario.network.drops)
         self._drop_counts = [0] * len(self._drops)  # messages each rule has matched
         self._timer_gen = 0
@@ -162,6 +163,7 @@ class Simulation:
             "messages_sent": sum(x.sent for x in self.nodes.values()),
             "bytes_sent": sum(x.sent_bytes for x in self.nodes.values()),
             "messages_lost": sum(x.lost for x in self.nodes.values()),
+            "messages_garbled": self._garbled,
         }
         return SimResult(sc, self.seed, self.run_id, self.rec, machines, summary)
 
@@ -327,6 +329,7 @@ class Simulation:
             return
         share = self._garbling.get(src)
         if share is not None and rng.random() < share:
+            self._garbled += 1
             msg = garbled(msg, src, rng)
             if msg is None:  # the hostile value does not encode: a receiver drops it
                 node.lost += 1
