@@ -27,8 +27,11 @@ member's corrupted or hostile frame that passed authentication; docs/protocols/r
   number not seen before) for ``forget_after``, at least a second and four times the
   sender's whole retry budget (``max_tries`` x ``rto``). An honest sender has then
   nothing left unacknowledged that the receiver took, so the next frame starts the
-  state afresh at its ``base``, as for a restarted receiver. A frame that named a
-  bogus incarnation or ``base`` therefore blocks the link for that long, not for ever.
+  state afresh at its ``base``, as for a restarted receiver, though never below what the
+  same incarnation already delivered (a paused receiver reads, late, retransmissions
+  whose ``base`` is below that). A frame that named a bogus incarnation therefore blocks
+  the link for that long, not for ever; a bogus ``base`` alone is refused (above its
+  ``seq``), and a frame with both ``seq`` and ``base`` bogus still blocks it.
 """
 
 from __future__ import annotations
@@ -106,6 +109,8 @@ class ReliableUnicast:
         self.forget_after = max(FORGET_FLOOR, 4 * max_tries * rto)
         self._out: dict[NodeId, _Outbound] = {}
         self._in: dict[NodeId, _Inbound] = {}
+        self._forgotten: dict[NodeId, tuple[int, int]] = {}
+        """The (incarnation, expected) of each sender's last forgotten state."""
         self.retransmissions = 0
 
     # -- the Layer interface
@@ -183,9 +188,17 @@ class ReliableUnicast:
             return [], [Record.of("drop", reason="implausible_rtdata", src=src)]
         ib = self._in.get(src)
         if ib is not None and now - ib.heard >= self.forget_after:
-            ib = None  # nothing new from src for forget_after: start afresh (module doc)
+            # Nothing new from src for forget_after: start afresh (module doc), but not
+            # below what this incarnation already delivered: a receiver that was paused
+            # reads retransmissions sent long ago whose base is below it.
+            self._forgotten[src] = (ib.incarnation, ib.expected)
+            ib = None
         if ib is None or frame.incarnation > ib.incarnation:
-            ib = self._in[src] = _Inbound(frame.incarnation, frame.base, now)
+            start = frame.base
+            floor = self._forgotten.get(src)
+            if floor is not None and floor[0] == frame.incarnation and floor[1] > start:
+                start = floor[1]
+            ib = self._in[src] = _Inbound(frame.incarnation, start, now)
         elif frame.incarnation < ib.incarnation:
             return [], []  # a frame from an older incarnation of src: it is gone
         if frame.base > ib.expected:
