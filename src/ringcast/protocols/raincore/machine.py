@@ -149,6 +149,7 @@ class RaincoreMachine:
             # A recovered node "keeps all its existing local state" (Figure 14).
             incarnation = snap.incarnation + 1
             self.globalView = {e.index: (None if e.null else e.members) for e in snap.global_view}
+            self._prune_global_view()
             self.globalViewNumber = snap.global_view_number
             self.lastToken = snap.last_token
             self.localView = snap.local_view
@@ -430,6 +431,7 @@ class RaincoreMachine:
         self.globalView[index] = members
         self.globalViewNumber = max(self.globalViewNumber, index)
         self.reservedIndex = None
+        self._prune_global_view()
         view = View(str(index), members)
         return [*install_view(view), *leader_of_view(view), self._persist()]
 
@@ -440,7 +442,20 @@ class RaincoreMachine:
         if index is None:
             return []
         self.globalView[index] = None
+        self._prune_global_view()
         return [Record.of("null_commit", view=str(index))]
+
+    def _prune_global_view(self) -> None:
+        """Decision 31: the vector keeps its tail. Only the latest committed entry is ever
+        read (lastGlobalView, the lock's fence, the token's globalViewNumber), so the
+        entries below it, and every NULL but the newest, are dropped: a node's state and
+        its snapshot stay the same size however many views the group goes through."""
+        committed = [i for i, m in self.globalView.items() if m is not None]
+        latest = max(committed, default=0)
+        nulls = [i for i, m in self.globalView.items() if m is None and i > latest]
+        keep = {latest, max(nulls, default=0)}
+        for i in [i for i in self.globalView if i not in keep]:
+            del self.globalView[i]
 
     def _enter_chaos(self) -> list[Effect]:
         """Chaos from any view state; a location reserved in Reserve becomes NULL."""
