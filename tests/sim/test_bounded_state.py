@@ -60,11 +60,23 @@ def retained(root: Any) -> int:
     return total
 
 
-def churn_scenario(protocol: str, seconds: int) -> dict[str, Any]:
+def churn_scenario(protocol: str, seconds: int, *, garble: bool = False) -> dict[str, Any]:
+    """Cycles of a crash and restart, a partition and heal, a pause and resume; with
+    ``garble``, cycles of a member sending corrupted messages for a second (each member
+    in turn) and a one-way cut instead."""
     nemesis: list[dict[str, Any]] = []
     t, k = 1.0, 0
     while t + CYCLE_S < seconds:
         down, stalled = NODES[k % len(NODES)], NODES[(k + 2) % len(NODES)]
+        if garble:
+            nemesis += [
+                {"at": f"{t:.1f}s", "action": "garble", "node": down, "share": 0.3},
+                {"at": f"{t + 1.0:.1f}s", "action": "ungarble", "node": down},
+                {"at": f"{t + 1.4:.1f}s", "action": "cut", "from": [stalled], "to": [down]},
+                {"at": f"{t + 2.0:.1f}s", "action": "heal"},
+            ]
+            t, k = t + CYCLE_S, k + 1
+            continue
         nemesis += [
             {"at": f"{t:.1f}s", "action": "crash", "node": down},
             {"at": f"{t + 0.6:.1f}s", "action": "restart", "node": down},
@@ -103,9 +115,12 @@ def test_retained_counts_what_a_machine_holds() -> None:
     assert retained(Machine()) == 2 + 2 + 1 + 3
 
 
+@pytest.mark.parametrize("garble", [False, True], ids=["faults", "garbling"])
 @pytest.mark.parametrize("protocol", registry.builtin_names())
-def test_a_long_churning_run_holds_no_more_state_than_its_first_half(protocol: str) -> None:
-    sim = Simulation(parse_scenario(churn_scenario(protocol, 120)), seed=1)
+def test_a_long_churning_run_holds_no_more_state_than_its_first_half(
+    protocol: str, garble: bool
+) -> None:
+    sim = Simulation(parse_scenario(churn_scenario(protocol, 120, garble=garble)), seed=1)
     samples: list[int] = []
 
     def sample(_: float) -> None:

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from ringcast.core.effects import Record, Send
-from ringcast.core.events import Received, Start, TimerFired
+from ringcast.core.effects import Multicast, Record, Send
+from ringcast.core.events import Received, Start, Submit, TimerFired
 from ringcast.core.machine import MachineContext
 from ringcast.protocols.totem import SPEC
 from ringcast.protocols.totem._messages import (
@@ -34,6 +34,7 @@ from ringcast.protocols.totem._messages import (
     Token,
 )
 from ringcast.protocols.totem._state import State
+from ringcast.protocols.totem.flow import observed_fcc
 from ringcast.protocols.totem.machine import TotemMachine
 
 MEMB = ("P1", "P2", "P3")
@@ -250,6 +251,29 @@ def test_an_operational_member_clears_a_retrans_flg_that_names_it() -> None:
         out += m.handle(TimerFired("token_hold"), 10**10 + m.token_hold)
     passed = [e.msg for e in out if type(e) is Send and type(e.msg) is Token]
     assert passed and not passed[0].retrans_flg and passed[0].retrans_id == ""
+
+
+def test_a_token_whose_fcc_says_the_window_is_full_does_not_stop_the_ring() -> None:
+    """fcc is a running sum each member corrects only by its own part: a corrupted one
+    saying the window is full kept every member from broadcasting, while the token went
+    round, for the rest of the ring's life (the bounded-state garble run: 28 s without a
+    delivery). A member takes no more of fcc than the new frames it has seen since its
+    last visit, plus its own."""
+    m = _machine_in("operational")
+    seq = m.sent_seq
+    assert seq == m.log.my_aru
+    for k in range(5):
+        m.handle(Submit(f"P2:{k}", b"x", "agreed"), 10**10)
+    tok = Token(m.ring_id, m.last_token_seq + 1, seq, seq, "", (), m.window_size, 0)
+    out = m.handle(Received("P1", tok), 10**10)
+    frames = [e.msg for e in out if type(e) is Multicast and type(e.msg) is Mcast]
+    assert frames and frames[0].seq == seq + 1
+    passed = [e.msg for e in out if type(e) is Send and type(e.msg) is Token]
+    assert passed and passed[0].fcc == len(frames)  # the sum is right again
+    # An honest fcc (the others' frames since the last visit) is taken as it is.
+    assert observed_fcc(fcc=12, my_prev_trc=2, seq=110, last_seq=100) == 12
+    assert observed_fcc(fcc=50, my_prev_trc=2, seq=110, last_seq=100) == 12
+    assert observed_fcc(fcc=50, my_prev_trc=0, seq=0, last_seq=1 << 62) == 50  # unknown
 
 
 def _machine_in(where: str) -> TotemMachine:

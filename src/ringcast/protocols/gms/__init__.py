@@ -110,6 +110,7 @@ SPEC = register(
             "merge_start",
             "merge",
             "merge_cancelled",
+            "skipped",
         ),
         wire_ids=(0x0400, 0x04FF),
         # FD suspects a member after heartbeat_misses silent heartbeat periods

@@ -173,6 +173,18 @@ class XmitReq:
     last: int
 
 
+@wire(0x0433)
+@dataclass(frozen=True, slots=True)
+class XmitGone:
+    """The answer to an ``XmitReq`` for messages the sender has freed: every one of its
+    seqnos below ``first_held`` in ``view_id`` was stable (each member, the requester
+    included, had said it delivered it) and is gone. ringcast's, not JGroups' (gms.md, "A
+    member's word about itself")."""
+
+    view_id: str
+    first_held: int
+
+
 @wire(0x0432)
 @dataclass(frozen=True, slots=True)
 class Stable:
@@ -188,4 +200,4 @@ class Stable:
 MEMBERSHIP = (FindMbrs, FindMbrsRsp, Join, JoinRsp, Leave, Suspect)
 INSTALL = (ViewMsg, ViewAck, PrepareView, CommitView, StatusView)
 MERGE = (MergeInfo, MergeReq, MergeRsp)
-DATA = (Msg, XmitReq, Stable)
+DATA = (Msg, XmitReq, XmitGone, Stable)

@@ -86,6 +86,7 @@ EVENT_OF_MSG: dict[type, str] = {
     M.MergeRsp: "MERGE_RSP",
     M.Msg: "MSG",
     M.XmitReq: "XMIT_REQ",
+    M.XmitGone: "XMIT_GONE",
     M.Stable: "STABLE",
 }
 TIMERS = {
@@ -1059,6 +1060,9 @@ class GmsMachine:
 
     def _on_xmit_req(self, src: str, msg: M.XmitReq, out: list[Effect]) -> None:
         self.data.on_xmit_req(src, msg, out)
+
+    def _on_xmit_gone(self, src: str, msg: M.XmitGone, out: list[Effect]) -> None:
+        self.data.on_xmit_gone(src, msg, out)
 
     def _stable_tick(self, src: str, arg: Any, out: list[Effect]) -> None:
         out.append(SetTimer(TIMER_OF["stable_timer"], self.stable_interval))

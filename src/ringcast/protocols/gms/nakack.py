@@ -12,6 +12,10 @@ A message is delivered in the view it was sent in: one for a later view is kept 
 that view is installed, one for an earlier view is discarded (ringcast's GMS has no
 FLUSH: a message in flight at a view change may be lost to the members that moved on;
 see ``docs/protocols/gms.md``).
+
+A member's word about itself is all a sender has to free messages by; a member that
+asks again for messages it said it had delivered gets :class:`XmitGone` and skips them
+(``docs/protocols/gms.md``, "A member's word about itself").
 """
 
 from __future__ import annotations
@@ -20,11 +24,12 @@ from dataclasses import dataclass, field
 
 from ringcast.core.effects import Deliver, Effect, Record, Send
 from ringcast.core.events import ORDERS
-from ringcast.protocols.gms._messages import Msg, Stable, XmitReq
+from ringcast.protocols.gms._messages import Msg, Stable, XmitGone, XmitReq
 from ringcast.protocols.gms._views import GView
 
 MAX_FUTURE = 4096  # messages kept for views not installed yet
 MAX_XMIT = 512  # seqnos one retransmission request may ask for
+MAX_AHEAD = 1 << 20  # how far past its delivered seqno a receiver holds a sender's messages
 
 
 @dataclass(slots=True)
@@ -44,6 +49,7 @@ class Nakack:
         self.view: GView | None = None
         self.seqno = 0
         self.sent: dict[int, Msg] = {}  # unstable own messages of this view
+        self.freed = 0  # every own seqno up to this one was stable and is freed
         self.rx: dict[str, _Rx] = {}
         self.future: dict[str, list[tuple[str, Msg]]] = {}
         self.acked_by: dict[str, int] = {}  # member -> highest of mine it delivered
@@ -57,6 +63,7 @@ class Nakack:
         self.view = view
         self.seqno = 0
         self.sent.clear()
+        self.freed = 0
         self.acked_by = {}
         self.rx = {m: _Rx() for m in view.members if m != self.node_id}
         waiting = self.future.pop(view.view_id, [])
@@ -102,6 +109,12 @@ class Nakack:
             return
         if msg.seqno <= rx.delivered or msg.seqno in rx.pending:
             return  # a duplicate or a retransmission we no longer need
+        if msg.seqno > rx.delivered + MAX_AHEAD:
+            # No sender is a million messages ahead within one view: a corrupted seqno
+            # would sit in pending and keep a gap open for good (gms.md, "A member's
+            # word about itself", as below).
+            out.append(Record.of("drop", src=src, reason="Msg seqno far ahead"))
+            return
         rx.pending[msg.seqno] = msg
         rx.highest_seen = max(rx.highest_seen, msg.seqno)
         while rx.delivered + 1 in rx.pending:
@@ -124,11 +137,33 @@ class Nakack:
         if req.first < 1 or req.last < req.first or req.last - req.first >= MAX_XMIT:
             out.append(Record.of("drop", src=src, reason="malformed XmitReq"))
             return
-        for s in range(req.first, req.last + 1):
+        if req.first <= self.freed:
+            # The requester said it had delivered these (or they would not be stable);
+            # it asks again only if that was not true. Tell it they are gone.
+            out.append(Send(src, XmitGone(view.view_id, self.freed + 1)))
+        for s in range(max(req.first, self.freed + 1), req.last + 1):
             msg = self.sent.get(s)
             if msg is not None:
                 self.retransmitted += 1
                 out.append(Send(src, msg))
+
+    def on_xmit_gone(self, src: str, gone: XmitGone, out: list[Effect]) -> None:
+        """The sender freed what this node asked for, on this node's own word that it
+        had them (a digest that lied, say a corrupted one). The gap can never be filled:
+        skip it, up to the first message held, and go on delivering."""
+        view = self.view
+        rx = self.rx.get(src)
+        if view is None or gone.view_id != view.view_id or rx is None or not rx.pending:
+            return
+        last = min(gone.first_held, min(rx.pending)) - 1
+        if last <= rx.delivered:
+            return
+        out.append(Record.of("skipped", src=src, first=rx.delivered + 1, last=last))
+        rx.delivered = last
+        while rx.delivered + 1 in rx.pending:
+            m = rx.pending.pop(rx.delivered + 1)
+            rx.delivered += 1
+            out.append(Deliver(m.msg_id, m.payload, m.order, src))
 
     # -- stability
 
@@ -153,9 +188,16 @@ class Nakack:
         stable = min((self.acked_by.get(m, 0) for m in others), default=self.seqno)
         for s in [s for s in self.sent if s <= stable]:
             del self.sent[s]
+        self.freed = max(self.freed, stable)
         rx = self.rx.get(src)
-        if rx is not None and st.sent > rx.highest_seen:
-            rx.highest_seen = st.sent
+        if rx is None:
+            return
+        # The sender's digest is its word on what it sent, believed as it is: a corrupted
+        # one cannot leave this node asking for seqnos never sent for the rest of the view.
+        before = rx.highest_seen
+        held = max(rx.pending, default=rx.delivered)
+        rx.highest_seen = max(min(st.sent, rx.delivered + MAX_AHEAD), held)
+        if rx.highest_seen > before:
             self._nak(src, rx, now, out)
 
 

@@ -479,10 +479,13 @@ class TotemMachine:
             my_tbl = len(q)
         else:
             my_tbl = len(self.packer)
+        tok_fcc = flow.observed_fcc(
+            fcc=tok.fcc, my_prev_trc=self.my_prev_trc, seq=seq, last_seq=self.sent_seq
+        )
         n = flow.allowance(
             window_size=self.window_size,
             max_messages=self.max_messages,
-            fcc=tok.fcc,
+            fcc=tok_fcc,
             my_prev_trc=self.my_prev_trc,
             backlog=tok.backlog,
             my_pbl=self.my_pbl,
@@ -526,7 +529,7 @@ class TotemMachine:
         if log.my_aru < seq:
             keep = keep + tuple(log.missing(seq, keep))
         # 4. flow control fields
-        fcc = max(tok.fcc - self.my_prev_trc, 0) + sent
+        fcc = max(tok_fcc - self.my_prev_trc, 0) + sent
         backlog = max(tok.backlog - self.my_pbl, 0) + my_bl
         self.my_prev_trc, self.my_pbl = sent, my_bl
         # 5. recovery progress
