@@ -4,8 +4,10 @@ Each seed is one simulated run: 4 nodes multicasting at 50/s; at 4 failure-detec
 timeouts *T* one member starts sending a ``--share`` of its messages with one field set
 to a hostile value (``ringcast.sim.garble``: what a buggy or compromised member whose
 packets pass authentication would send), for 8 *T*; then 28 *T* of a quiet network.
-Reported per protocol: runs that raised (a node that fails on a message), and runs not
-converged at the end (the live nodes not in one view of all four).
+Reported per protocol: runs that raised (a node that fails on a message), runs not
+converged at the end (the live nodes not in one view of all four), and runs where some
+node delivered nothing of some sender in the last 8 *T* (a group that converged but
+stopped delivering).
 
     python bench/garble_soak.py [--protocol P ...] [--seeds 0-200] [--share 0.3]
 """
@@ -38,6 +40,8 @@ def main() -> None:
         sc = parse_scenario(doc)
         raised: list[int] = []
         unconverged: list[int] = []
+        stalled: list[int] = []
+        since = 32 * (registry.get(protocol).timeout_ns() or 200_000_000)
         t0 = time.monotonic()
         seeds = list(parse_seeds(args.seeds))
         for seed in seeds:
@@ -49,10 +53,13 @@ def main() -> None:
                 continue
             if checks.convergence(rows, set(doc["nodes"])):
                 unconverged.append(seed)
+            if checks.delivery_stalls(rows, set(doc["nodes"]), since):
+                stalled.append(seed)
         print(
             f"{protocol}: {len(seeds)} runs in {time.monotonic() - t0:.0f} s; "
             f"raised {len(raised)} {raised[:10]}; "
-            f"not converged at the end {len(unconverged)} {unconverged[:10]}",
+            f"not converged at the end {len(unconverged)} {unconverged[:10]}; "
+            f"stopped delivering {len(stalled)} {stalled[:10]}",
             flush=True,
         )
 

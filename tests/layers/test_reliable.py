@@ -239,3 +239,18 @@ def test_a_receiver_paused_past_forget_after_does_not_deliver_again() -> None:
     assert up == [] and acks == [Send("A", RtAck(1, 2), 0)]
     up, _ = rt.on_data("A", RtData(1, 2, 1, m[2]), 0, now=late)
     assert [e.msg for e in up] == [m[2]]
+
+
+def test_a_frame_with_seq_and_base_both_bogus_blocks_its_sender_for_forget_after() -> None:
+    """Both numbers corrupted together move the expected number far past every real
+    one; once the sender is forgotten, a floor that far above its frames is not kept."""
+    rt = ReliableUnicast("B", rto=10_000_000, max_tries=3, storage={})
+    m = [BasicData(f"A:{i}", b"", "fifo") for i in range(3)]
+    rt.on_data("A", RtData(1, 0, 0, m[0]), 0, now=0)
+    rt.on_data("A", RtData(1, 2**62, 2**62, None), 0, now=1_000)
+    assert rt.on_data("A", RtData(1, 1, 1, m[1]), 0, now=2_000)[0] == []
+    late = 1_000 + rt.forget_after
+    up, acks = rt.on_data("A", RtData(1, 1, 1, m[1]), 0, now=late)
+    assert [e.msg for e in up] == [m[1]] and acks == [Send("A", RtAck(1, 2), 0)]
+    up, _ = rt.on_data("A", RtData(1, 2, 1, m[2]), 0, now=late)
+    assert [e.msg for e in up] == [m[2]]

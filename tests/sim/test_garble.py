@@ -31,6 +31,9 @@ def test_a_garbling_member_fails_no_node_and_the_group_converges_after(
     # machine that raised would have stopped it), and it ends in one view of all four.
     assert res.summary["messages_garbled"] >= 20, res.summary
     assert checks.convergence(rows, set(doc["nodes"])) == []
+    # ... and goes on delivering: every node something of every sender in the last 8 T.
+    since = 32 * (registry.get(protocol).timeout_ns() or 200_000_000)
+    assert checks.delivery_stalls(rows, set(doc["nodes"]), since) == []
 
 
 def test_garbled_messages_keep_their_type_and_change_one_field() -> None:

@@ -29,9 +29,11 @@ member's corrupted or hostile frame that passed authentication; docs/protocols/r
   nothing left unacknowledged that the receiver took, so the next frame starts the
   state afresh at its ``base``, as for a restarted receiver, though never below what the
   same incarnation already delivered (a paused receiver reads, late, retransmissions
-  whose ``base`` is below that). A frame that named a bogus incarnation therefore blocks
-  the link for that long, not for ever; a bogus ``base`` alone is refused (above its
-  ``seq``), and a frame with both ``seq`` and ``base`` bogus still blocks it.
+  whose ``base`` is below that). That floor is kept only within ``MAX_LAG`` of the
+  frame's ``seq``: no honest sender's frames lag what the receiver delivered by a million
+  numbers, and a floor that far up was set by a frame whose ``seq`` and ``base`` were
+  both corrupted. A bogus frame therefore blocks the link for ``forget_after``, not for
+  ever; a bogus ``base`` alone is refused at once (above its ``seq``).
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ INCARNATION_KEY = "rt.incarnation"
 TIMER_PREFIX = "rt:"
 FORGET_FLOOR = 1_000_000_000
 """``forget_after`` is never shorter than this (ns), whatever ``rto`` and ``max_tries``."""
+MAX_LAG = 1 << 20
+"""How far a sender's frames may lag what a receiver already delivered of it (a paused
+receiver reading old retransmissions) for that to be taken as the truth."""
 
 
 @wire(0x0001)
@@ -196,7 +201,11 @@ class ReliableUnicast:
         if ib is None or frame.incarnation > ib.incarnation:
             start = frame.base
             floor = self._forgotten.get(src)
-            if floor is not None and floor[0] == frame.incarnation and floor[1] > start:
+            if (
+                floor is not None
+                and floor[0] == frame.incarnation
+                and start < floor[1] <= frame.seq + MAX_LAG
+            ):
                 start = floor[1]
             ib = self._in[src] = _Inbound(frame.incarnation, start, now)
         elif frame.incarnation < ib.incarnation:

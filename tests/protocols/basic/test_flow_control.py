@@ -203,6 +203,18 @@ def test_receiver_acks_every_quarter_window_per_sender_boot() -> None:
     assert [e.msg for e in out if type(e) is Send] == [BasicAck(2, 2)]
 
 
+def test_a_corrupted_seq_does_not_stop_the_acks() -> None:
+    """One boot's messages reach the receiver in order; a corrupted seq far above the
+    rest kept the receiver's count there, so it never acknowledged again and the
+    sender's window stayed full for good (the garble soak: B stopped multicasting)."""
+    b = machine("B", window=8)
+    acks = []
+    for k, seq in enumerate([1, 2, 2**62, 3, 4, 5], start=1):
+        out = b.handle(Received("A", BasicData(f"A:{k}", b"", "fifo", 1, seq)), 0)
+        acks += [e.msg for e in out if type(e) is Send]
+    assert acks == [BasicAck(1, 2), BasicAck(1, 2**62), BasicAck(1, 4)]
+
+
 def test_epoch_is_persisted_and_advances_at_every_boot() -> None:
     ctx = MachineContext("A", ("A", "B"), ("A", "B"))
     out = BasicMachine(ctx).handle(Start(), 0)

@@ -82,6 +82,23 @@ def convergence(rows: list[Row], live: set[str]) -> list[str]:
     return []
 
 
+def delivery_stalls(rows: list[Row], live: set[str], since: int) -> list[str]:
+    """Every live node delivered some message of every live node from ``since`` (ns) on:
+    a group that converged but stopped delivering (a ring whose token goes round with
+    nobody allowed to send, a sender's stream stuck at one member) fails this."""
+    heard = {
+        (r["node"], r["msg"].rpartition(":")[0])
+        for r in rows
+        if r["kind"] == "deliver" and r["t"] >= since
+    }
+    return [
+        f"{n} delivered nothing of {s} after {since / 1e9:.2f} s"
+        for n in sorted(live)
+        for s in sorted(live)
+        if (n, s) not in heard
+    ]
+
+
 def invariants(rows: list[Row]) -> list[str]:
     return [f"{r['node']}: {r['detail']}" for r in rows if r["kind"] == "invariant"]
 

@@ -19,7 +19,8 @@ in-flight count is dropped when the transport reports ``SendFailed`` for a messa
 it, or when the failure detector suspects it. The count is per sender boot, so a
 restarted receiver (which acknowledges the sender's sequence numbers, not its own
 counts) or a restarted sender (a new epoch; acks of the old one are ignored) never
-leaves a stale count behind.
+leaves a stale count behind. A receiver takes each message's seq as it comes (one boot's
+messages arrive in order), so a corrupted one far above the rest does not stop its acks.
 """
 
 from ringcast.core.units import MS

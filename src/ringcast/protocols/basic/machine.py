@@ -178,7 +178,13 @@ class BasicMachine:
         if rx is None or msg.epoch != rx.epoch:
             # A new boot of the sender (the transport drops frames of older ones).
             rx = self.senders[src] = _From(msg.epoch)
-        rx.upto = max(rx.upto, msg.seq)
+        if msg.seq < rx.upto:
+            # The reliable layer hands over one boot's messages in order, so its seqs only
+            # grow: the higher one was corrupted. Take this one, or rx.upto would stay up
+            # there and no ack would ever be sent again: the sender, its window full,
+            # would hold its application's submits for good (the garble soak).
+            rx.acked = min(rx.acked, msg.seq - 1)
+        rx.upto = msg.seq
         if rx.upto - rx.acked >= self.ack_every:
             rx.acked = rx.upto
             out.append(Send(src, BasicAck(rx.epoch, rx.upto), reliable=True))
