@@ -1,15 +1,17 @@
 """Every protocol against a member gone bad (nemesis ``garble``), over many seeds.
 
-Each seed is one simulated run: 4 nodes multicasting at 50/s; at 4 failure-detection
-timeouts *T* one member starts sending a ``--share`` of its messages with one field set
+Each seed is one simulated run: ``--nodes`` nodes (4) multicasting at 50/s; at 4
+failure-detection timeouts *T* ``--garblers`` members (1) start sending a ``--share`` of
+their messages with one field set
 to a hostile value (``ringcast.sim.garble``: what a buggy or compromised member whose
 packets pass authentication would send), for 8 *T*; then 28 *T* of a quiet network.
 Reported per protocol: runs that raised (a node that fails on a message), runs not
-converged at the end (the live nodes not in one view of all four), and runs where some
+converged at the end (the live nodes not in one view of all of them), and runs where some
 node delivered nothing of some sender in the last 8 *T* (a group that converged but
 stopped delivering).
 
     python bench/garble_soak.py [--protocol P ...] [--seeds 0-200] [--share 0.3]
+        [--nodes 4] [--garblers 1]
 """
 
 from __future__ import annotations
@@ -34,9 +36,11 @@ def main() -> None:
     ap.add_argument("--protocol", action="append", choices=registry.builtin_names())
     ap.add_argument("--seeds", default="0-200", help="a range, e.g. 0-200")
     ap.add_argument("--share", type=float, default=0.3)
+    ap.add_argument("--nodes", type=int, default=4)
+    ap.add_argument("--garblers", type=int, default=1, help="members garbling at once")
     args = ap.parse_args()
     for protocol in args.protocol or registry.builtin_names():
-        doc = garble_scenario(protocol, args.share)
+        doc = garble_scenario(protocol, args.share, nodes=args.nodes, garblers=args.garblers)
         sc = parse_scenario(doc)
         raised: list[int] = []
         unconverged: list[int] = []

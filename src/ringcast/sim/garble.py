@@ -50,20 +50,26 @@ def hostile_field(msg: Any, rng: random.Random) -> Any:
     return msg
 
 
-def garble_scenario(protocol: str, share: float) -> dict[str, Any]:
-    """The garble soak's run (``bench/garble_soak.py``, ``tests/sim/test_garble.py``): four
-    nodes multicasting at 50/s, node B garbling ``share`` of its messages from 4 to 12
-    failure-detection timeouts of ``protocol`` (200 ms for one without), the run ending
-    at 40."""
+def garble_scenario(
+    protocol: str, share: float, *, nodes: int = 4, garblers: int = 1
+) -> dict[str, Any]:
+    """The garble soak's run (``bench/garble_soak.py``, ``tests/sim/test_garble.py``):
+    ``nodes`` nodes multicasting at 50/s, the second to ``garblers + 1``-th (B, C, ...)
+    garbling ``share`` of their messages from 4 to 12 failure-detection timeouts of
+    ``protocol`` (200 ms for one without), the run ending at 40."""
+    if not 1 <= garblers < nodes <= 26:
+        raise ValueError(f"need 1 <= garblers < nodes <= 26, got {garblers} and {nodes}")
     t = (registry.get(protocol).timeout_ns() or 200_000_000) // 1_000_000
+    names = [chr(ord("A") + i) for i in range(nodes)]
+    bad = names[1 : 1 + garblers]
     return {
         "protocol": protocol,
-        "nodes": ["A", "B", "C", "D"],
+        "nodes": names,
         "duration": f"{40 * t}ms",
         "workload": [{"nodes": "all", "rate": 50}],
         "nemesis": [
-            {"at": f"{4 * t}ms", "action": "garble", "node": "B", "share": share},
-            {"at": f"{12 * t}ms", "action": "ungarble", "node": "B"},
+            *({"at": f"{4 * t}ms", "action": "garble", "node": n, "share": share} for n in bad),
+            *({"at": f"{12 * t}ms", "action": "ungarble", "node": n} for n in bad),
         ],
     }
 

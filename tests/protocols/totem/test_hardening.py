@@ -147,6 +147,27 @@ def test_recovery_plan_walks_what_the_node_holds() -> None:
     assert list(plan.queue) == [1, 2, 3, 5, 8]
 
 
+def test_recovery_does_not_send_the_old_rings_own_recovery_frames_again() -> None:
+    """A frame of the old ring's own recovery (a RecoveryMcast) carries a message of the
+    ring before; every receiver refuses one wrapped again, so the new ring's aru never
+    passed its seq and the ring stayed in Recovery for good (garble soak, share 0.6,
+    seed 340: a corrupted token had left a member without such a frame)."""
+    from ringcast.protocols.totem.ordering import RingLog
+    from ringcast.protocols.totem.recovery import make_plan
+
+    older, old = RingId(1, "P1"), RingId(2, "P1")
+    log = RingLog(old)
+    log.add(RecoveryMcast(old, 1, "P1", Mcast(older, 4, "P2", False, (GOOD_CHUNK,))))
+    for s in (2, 3):
+        log.add(Mcast(old, s, "P1", False, (Chunk(f"P1:{s}", b""),)))
+    entries = (
+        MembEntry("P1", old, 3, 3, 3, False),
+        MembEntry("P2", old, 0, 0, 3, False),
+    )
+    plan = make_plan(CommitToken(NEW, 2, ("P1", "P2"), 1, entries), log)
+    assert list(plan.queue) == [2, 3]
+
+
 R = RingId(5, "P1")
 GOOD_CHUNK = Chunk("P1:1", b"x")
 BAD_MESSAGES = [
@@ -274,6 +295,27 @@ def test_a_token_whose_fcc_says_the_window_is_full_does_not_stop_the_ring() -> N
     assert observed_fcc(fcc=12, my_prev_trc=2, seq=110, last_seq=100) == 12
     assert observed_fcc(fcc=50, my_prev_trc=2, seq=110, last_seq=100) == 12
     assert observed_fcc(fcc=50, my_prev_trc=0, seq=0, last_seq=1 << 62) == 50  # unknown
+
+
+def test_failure_to_receive_ends_a_recovery_whose_aru_never_moves() -> None:
+    """The seed's failure to receive holds for a rotating token, whatever the state: a
+    ring in Recovery whose aru stays below seq for fail_to_recv_const visits (frames
+    nobody can give it) fails the aru_id node and forms a new membership, where it
+    used to stay in Recovery for good while the token went round."""
+    m, ct = in_commit()
+    p3 = MembEntry("P3", RingId(2, "P1"), 0, 0, 0, True)
+    full = dataclasses.replace(ct, token_seq=ct.token_seq + 2, entries=(*ct.entries, p3))
+    m.handle(Received("P1", full), 3)
+    assert m.state is State.RECOVERY
+    t = 10
+    for k in range(m.fail_to_recv_const + 1):
+        tok = Token(NEW, full.token_seq + 3 + 3 * k, 5, 0, "P3", (1,), 0, 0, True, "P3", 5)
+        m.handle(Received("P1", tok), t)
+        t += 10
+        if m.state is not State.RECOVERY:
+            break
+    assert m.state is State.GATHER and "P3" in m.gather.my_fail_set
+    assert k == m.fail_to_recv_const
 
 
 def _machine_in(where: str) -> TotemMachine:

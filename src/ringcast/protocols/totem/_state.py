@@ -84,6 +84,9 @@ TRANSITIONS: dict[tuple[State, Ev], Transition[State]] = {
     (RE, Ev.TOKEN_LOSS): Transition("token_loss", (GA,)),
     (RE, Ev.TOKEN_RETRANSMIT): Transition("token_retransmit", (RE,)),
     (RE, Ev.TOKEN_ACK): Transition("token_ack", (RE,)),
+    # (the seed states failure to receive for any rotating token; a corrupted token whose
+    # seq names frames nobody sent held a ring in Recovery for good without it)
+    (RE, Ev.FAIL_TO_RECV): Transition("fail_to_recv", (GA,)),
 }
 
 INITIAL = GA

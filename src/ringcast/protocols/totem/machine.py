@@ -412,8 +412,9 @@ class TotemMachine:
                 self.rt_armed = False
                 out.append(CancelTimer(T_TOKEN_RETRANSMIT))
             out.append(SetTimer(T_TOKEN_LOSS, self.token_timeout))
-            # Failure to receive: the aru has not moved for fail_to_recv_const visits.
-            if not recovering and tok.aru_id and tok.aru_id != self.node_id and tok.aru < tok.seq:
+            # Failure to receive: the aru has not moved for fail_to_recv_const visits (in
+            # Recovery too: the new ring's aru, docs "Failure to receive in Recovery").
+            if tok.aru_id and tok.aru_id != self.node_id and tok.aru < tok.seq:
                 if tok.aru == self.fr_aru:
                     self.fr_count += 1
                     if self.fr_count >= self.fail_to_recv_const:
@@ -888,6 +889,7 @@ class TotemMachine:
         self.new_log = RingLog(ct.ring_id)
         self.my_prev_trc = self.my_pbl = 0
         self.unchanged, self.prev_seq = 0, -1
+        self.fr_count, self.fr_aru = 0, -1
         self._set_state(RE, out, f"commit token second rotation for {ct.ring_id}")
         out.append(SetTimer(T_TOKEN_LOSS, self.token_timeout))
 

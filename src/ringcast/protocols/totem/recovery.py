@@ -59,8 +59,13 @@ def make_plan(ct: CommitToken, old: RingLog) -> RecoveryPlan:
     high_delivered = max(e.high_delivered for e in mine)
     high_seq = max(e.high_seq for e in mine)
     # The frames this node holds above low, in order: a walk over what it holds, never a
-    # range bounded by a commit-token field (a bad my_aru made that loop endless).
-    queue = deque(sorted(s for s in old.msgs if s > low))
+    # range bounded by a commit-token field (a bad my_aru made that loop endless). Only
+    # the old ring's messages: a frame of the old ring's own recovery carries a message
+    # of the ring before, which every receiver refuses to carry again ("old: not a
+    # regular frame"), so the new ring's aru would never pass it (docs, "Recovery frames
+    # are not sent again").
+    msgs = old.msgs
+    queue = deque(sorted(s for s, m in msgs.items() if s > low and type(m) is Mcast))
     return RecoveryPlan(
         new_ring=ct.ring_id,
         memb=ct.memb_list,
