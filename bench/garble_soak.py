@@ -12,11 +12,22 @@ stopped delivering).
 
     python bench/garble_soak.py [--protocol P ...] [--seeds 0-200] [--share 0.3]
         [--nodes 4] [--garblers 1]
+
+``--hostile`` runs each seed of the hostile generator (``ringcast.sim.hostile``: crashes,
+restarts, pauses, flapping partitions on a lossy network; here with 20 *T* of quiet at
+the end and the workload going on to it) twice, as drawn and with one or two members
+garbling among those faults (``Harshness.garble``), and reports the runs that end
+converged, and delivering every live sender's messages in the last 6 *T*, without the
+garbling but not with it: what the corrupted messages cost beyond the faults
+themselves.
+
+    python bench/garble_soak.py --hostile [--protocol P ...] [--seeds 0-200] [--share 0.3]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -29,6 +40,53 @@ from tests.protocols.soakrun import parse_seeds
 from ringcast.protocols import registry
 from ringcast.sim import Simulation, parse_scenario
 from ringcast.sim.garble import garble_scenario
+from ringcast.sim.hostile import HOSTILE, hostile_scenario
+
+QUIET = 20  # failure-detection timeouts of quiet at the end, the workload going on
+TAIL = 6  # the last timeouts of the run, in which every live sender must be delivered
+
+
+def hostile_outcome(protocol: str, seed: int, share: float) -> tuple[bool, bool]:
+    """(converged, delivering at the end) of one hostile run whose workload goes on to
+    its end (the generator's stops 2 timeouts after the last fault)."""
+    timeout = registry.get(protocol).timeout_ns() or 200_000_000
+    h = dataclasses.replace(HOSTILE, garble=share, quiet=QUIET)
+    run = hostile_scenario(seed, protocol, token_timeout=timeout, harshness=h)
+    end_ms = run.scenario.duration // 1_000_000
+    for w in run.doc["workload"]:
+        w["duration"] = f"{end_ms - int(w['start'].removesuffix('ms')) - 1}ms"
+    sc = parse_scenario(run.doc)
+    rows = Simulation(sc, seed).run().events()
+    live = set(run.live)
+    return (
+        not checks.convergence(rows, live),
+        not checks.delivery_stalls(rows, live, sc.duration - TAIL * timeout),
+    )
+
+
+def hostile_soak(protocol: str, seeds: list[int], share: float) -> None:
+    t0 = time.monotonic()
+    worse: dict[str, list[int]] = {"converged": [], "delivering": []}
+    raised: list[int] = []
+    for seed in seeds:
+        base = hostile_outcome(protocol, seed, 0.0)
+        try:
+            bad = hostile_outcome(protocol, seed, share)
+        except Exception as e:  # a machine that fails on a message
+            raised.append(seed)
+            print(f"{protocol} seed {seed}: {type(e).__name__}: {e}", flush=True)
+            continue
+        for name, before, after in zip(worse, base, bad, strict=True):
+            if before and not after:
+                worse[name].append(seed)
+    print(
+        f"{protocol}: {len(seeds)} hostile runs, garbling share {share}, "
+        f"{time.monotonic() - t0:.0f} s; raised {len(raised)} {raised[:10]}; "
+        f"converged only without garbling {len(worse['converged'])} {worse['converged'][:10]}; "
+        f"delivering only without garbling {len(worse['delivering'])} "
+        f"{worse['delivering'][:10]}",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -38,8 +96,12 @@ def main() -> None:
     ap.add_argument("--share", type=float, default=0.3)
     ap.add_argument("--nodes", type=int, default=4)
     ap.add_argument("--garblers", type=int, default=1, help="members garbling at once")
+    ap.add_argument("--hostile", action="store_true", help="among the hostile generator's faults")
     args = ap.parse_args()
     for protocol in args.protocol or registry.builtin_names():
+        if args.hostile:
+            hostile_soak(protocol, list(parse_seeds(args.seeds)), args.share)
+            continue
         doc = garble_scenario(protocol, args.share, nodes=args.nodes, garblers=args.garblers)
         sc = parse_scenario(doc)
         raised: list[int] = []

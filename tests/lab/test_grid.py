@@ -134,9 +134,21 @@ def test_a_generator_sweep_draws_one_scenario_per_protocol_and_seed() -> None:
         ({"seeds": 1, "generator": {"kind": "hostile"}}, "protocols"),
         ({"protocols": ["totem"], "generator": {"kind": "gentle"}}, "kind"),
         ({"protocols": ["totem"], "generator": {"kind": "hostile", "x": 1}}, "unknown key"),
+        ({"protocols": ["totem"], "generator": {"kind": "hostile", "garble": 2}}, "garble"),
     ):
         with pytest.raises(LabError, match=msg):
             parse_sweep(bad, "bad.toml")
+
+
+def test_a_generator_can_add_members_gone_bad_and_keeps_the_other_faults() -> None:
+    doc = {"protocols": ["totem"], "seeds": 3, "generator": {"kind": "hostile"}}
+    plain = parse_sweep(doc, "hostile.toml")
+    bad = parse_sweep({**doc, "generator": {"kind": "hostile", "garble": 0.3}}, "bad.toml")
+    for p, b in zip(plain.documents, bad.documents, strict=True):
+        garbles = [a for a in b["nemesis"] if a["action"] in ("garble", "ungarble")]
+        assert garbles and all(a.get("share", 0.3) == 0.3 for a in garbles)
+        assert [a for a in b["nemesis"] if a not in garbles] == p["nemesis"]
+        assert parse_scenario(b).protocol == "totem"
 
 
 GMS_CASE_A = "scenarios/gms/case_a_new_coord_no_takeover.toml"

@@ -34,9 +34,13 @@ generator, one scenario per protocol and seed::
     [generator]
     kind = "hostile"                        # ringcast.sim.hostile
     # settings.raincore = { hungry_timeout = "300ms" }   # optional, per protocol
+    # garble = 0.3                          # optional: members gone bad among the faults
 
 The hostile generator scales its faults by the protocol's failure-detection timeout
-(its spec's ``timeout`` setting). Generated points take no grid.
+(its spec's ``timeout`` setting). Generated points take no grid. With ``garble`` one or
+two members send that share of their messages corrupted for a while (the nemesis
+``garble``); what a liar says is not held to the safety claims, so such a sweep is
+checked for liveness (``--claims 'P=convergence+delivery_progress'``).
 
 A sweep may declare the violations it expects (a control, kept because it fails), one
 ``[[expect]]`` table each (:mod:`ringcast.lab.expect`)::
@@ -59,6 +63,7 @@ skips and reports every other point.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import glob
 import itertools
 import json
@@ -349,14 +354,18 @@ GENERATORS = ("hostile",)
 
 def _generate(sweep: Sweep, gen: Any, protocols: Any, source: str) -> None:
     """Expand a ``[generator]`` table: one generated scenario per protocol and seed."""
-    from ringcast.sim.hostile import hostile_scenario
+    from ringcast.sim.hostile import HOSTILE, hostile_scenario
 
     where = f"{source}: generator"
     if not isinstance(gen, dict):
         raise LabError(f"{where}: expected a table")
-    unknown = sorted(set(gen) - {"kind", "settings"})
+    unknown = sorted(set(gen) - {"kind", "settings", "garble"})
     if unknown:
-        raise LabError(f"{where}.{unknown[0]}: unknown key (known: kind, settings)")
+        raise LabError(f"{where}.{unknown[0]}: unknown key (known: garble, kind, settings)")
+    garble = gen.get("garble", 0.0)
+    if isinstance(garble, bool) or not isinstance(garble, int | float) or not 0 <= garble <= 1:
+        raise LabError(f"{where}.garble: expected a share of messages in [0, 1], got {garble!r}")
+    harshness = dataclasses.replace(HOSTILE, garble=float(garble))
     if gen.get("kind") not in GENERATORS:
         raise LabError(f"{where}.kind: expected one of {', '.join(GENERATORS)}")
     if not isinstance(protocols, list) or not protocols:
@@ -382,7 +391,9 @@ def _generate(sweep: Sweep, gen: Any, protocols: Any, source: str) -> None:
             continue
         for seed in sweep.seeds:
             try:
-                run = hostile_scenario(seed, spec.name, token_timeout=timeout, settings=settings)
+                run = hostile_scenario(
+                    seed, spec.name, token_timeout=timeout, settings=settings, harshness=harshness
+                )
             except (ScenarioError, ValueError) as e:
                 sweep.skipped.append(f"generator {proto}:{seed}: {e}")
                 continue

@@ -14,7 +14,11 @@ that ends every run):
   queue up), two- and three-way partitions, and *flapping* partitions re-cut every
   token timeout;
 * a quiet period at the end, ``quiet`` token timeouts long, with the network as lossy
-  as before but no fault, so a converging protocol settles.
+  as before but no fault, so a converging protocol settles;
+* with ``Harshness.garble`` above 0 (off by default), one or more members that send that
+  share of their messages corrupted (the nemesis ``garble``) for a while among the other
+  faults: drawn from a stream of their own after everything else, so a seed's other
+  faults are the same with it on or off.
 
 The result (:class:`HostileRun`) carries the :class:`~ringcast.sim.scenario.Scenario`,
 the TOML document it was parsed from (:func:`to_toml`, for bundling a failing run as a
@@ -62,6 +66,10 @@ class Harshness:
     """How many times a flapping partition is re-cut, once per token timeout."""
     quiet: float = 12.0
     """The fault-free end of the run, in token timeouts."""
+    garble: float = 0.0
+    """The share of their messages that garbling members corrupt (0: nobody garbles)."""
+    garblers: tuple[int, int] = (1, 2)
+    """How many members garble (never more than a minority of those alive at the end)."""
 
 
 HOSTILE = Harshness()
@@ -154,7 +162,7 @@ def hostile_scenario(
     cuts: list[tuple[int, int, list[list[str]]]] = []  # (start, end, groups) per cut
     drawn: list[str] = []
     t = _q(rng.randint(2, 8) * tt / 10 + 20 * MS)
-    last_end = t
+    first, last_end = t, t
     for _ in range(rng.randint(*h.episodes)):
         kind = rng.choice(KINDS)
         length = max(MS, _q(rng.uniform(*h.episode_length) * tt))
@@ -210,6 +218,9 @@ def hostile_scenario(
         else:
             covered_until = max(covered_until, nxt)
     last_end = max([last_end, covered_until, *list(_end_times(nemesis))])
+    if h.garble > 0:
+        drawn += _garble(random.Random(f"hostile-garble:{seed}"), h, names, dead, first,
+                         last_end, tt, nemesis)  # fmt: skip
     duration = last_end + _q(h.quiet * tt)
     nemesis.sort(key=lambda a: _ns(a["at"]))
 
@@ -255,6 +266,30 @@ def hostile_scenario(
         quiet_from=last_end,
         episodes=tuple(drawn),
     )
+
+
+def _garble(
+    rng: random.Random,
+    h: Harshness,
+    names: list[str],
+    dead: set[str],
+    first: int,
+    last_end: int,
+    tt: int,
+    nemesis: list[dict[str, Any]],
+) -> list[str]:
+    """Garbling members among the other faults, each for an episode's length within
+    [first, last_end] (appended to ``nemesis``); what was drawn, for the report."""
+    live = [x for x in names if x not in dead]
+    k = min(rng.randint(*h.garblers), max(1, (len(live) - 1) // 2))
+    drawn = []
+    for node in rng.sample(live, min(k, len(live))):
+        start = _q(rng.randint(first, max(first, last_end - MS)))
+        end = min(last_end, start + max(MS, _q(rng.uniform(*h.episode_length) * tt)))
+        nemesis.append({"at": _ms(start), "action": "garble", "node": node, "share": h.garble})
+        nemesis.append({"at": _ms(end), "action": "ungarble", "node": node})
+        drawn.append(f"garble {node} at {_ms(start)} for {_ms(end - start)}")
+    return drawn
 
 
 def _ns(ms: str) -> int:
