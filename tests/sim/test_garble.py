@@ -38,13 +38,13 @@ def test_a_garbling_member_fails_no_node_and_the_group_converges_after(
 
 def test_garbled_messages_keep_their_type_and_change_one_field() -> None:
     rng = random.Random(5)
-    genuine = MemberBeacon(5, 12_345, 7)
+    genuine = MemberBeacon(5, 12_345, 7, "A:3")
     for _ in range(50):
         m = garbled(genuine, "A", rng)
         assert type(m) is MemberBeacon
         changed = [
             f
-            for f in ("priority", "start_time", "incarnation")
+            for f in ("priority", "start_time", "incarnation", "view_id")
             if getattr(m, f) != getattr(genuine, f)
         ]
         assert len(changed) == 1

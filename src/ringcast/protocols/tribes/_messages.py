@@ -33,11 +33,13 @@ MAX_ID = 200
 @wire(0x0300)
 @dataclass(frozen=True, slots=True)
 class MemberBeacon:
-    """McastService's member heartbeat: the sender's priority, start time and incarnation."""
+    """McastService's member heartbeat: the sender's priority, start time and incarnation;
+    and (ringcast's, decision 18) the id of the view it installed last, ``""`` if none."""
 
     priority: int
     start_time: int
     incarnation: int
+    view_id: str = ""
 
 
 @wire(0x0306)

@@ -51,6 +51,7 @@ from ringcast.core.machine import MachineContext
 from ringcast.protocols.tribes import _order
 from ringcast.protocols.tribes._membership import Membership
 from ringcast.protocols.tribes._messages import (
+    MAX_ID,
     AppData,
     CoordAlive,
     CoordConf,
@@ -156,6 +157,10 @@ class TribesMachine:
         self.elections = 0
         self.concluded: deque[str] = deque(maxlen=CONCLUDED_MEMORY)
         self.installed_from: dict[NodeId, int] = {}
+        # Decision 18: the COORD_CONF of the view this node confirmed as its coordinator,
+        # and when it last sent it again to a member whose beacon named an earlier one.
+        self.my_conf: CoordConf | None = None
+        self.reconfirmed: dict[NodeId, int] = {}
         self.drops = 0
         self._status: tuple[Any, ...] = ()
 
@@ -231,8 +236,10 @@ class TribesMachine:
         msg, src = event.msg, event.src
         tp = type(msg)
         if tp is MemberBeacon:
-            if not all(isinstance(x, int) for x in (msg.priority, msg.start_time)) or not (
-                isinstance(msg.incarnation, int) and msg.incarnation >= 1
+            if (
+                not all(isinstance(x, int) for x in (msg.priority, msg.start_time))
+                or not (isinstance(msg.incarnation, int) and msg.incarnation >= 1)
+                or not (isinstance(msg.view_id, str) and len(msg.view_id) <= MAX_ID)
             ):
                 return self._drop(src, "malformed beacon")
             if src == self.node_id:
@@ -243,7 +250,7 @@ class TribesMachine:
                 out += self._step(Ev.MEMBER_DISAPPEARED, now, n)
             for n in added:
                 out += self._step(Ev.MEMBER_ADDED, now, n)
-            return out
+            return out + self._reconfirm(src, msg, now)
         if tp is MemberShutdown:
             if not isinstance(msg.incarnation, int) or msg.incarnation < 1:
                 return self._drop(src, "malformed shutdown")
@@ -281,7 +288,7 @@ class TribesMachine:
     def _timer(self, name: str, now: int) -> list[Effect]:
         if name == BEACON_TIMER:
             out: list[Effect] = [
-                Multicast(MemberBeacon(self.priority, self.start_time, self.incarnation)),
+                Multicast(self._beacon()),
                 SetTimer(BEACON_TIMER, self.settings.heartbeat_interval),
             ]
             for n in self.membership.expire(now):
@@ -354,7 +361,7 @@ class TribesMachine:
         self.start_time = now
         return [
             Persist(INCARNATION_KEY, str(self.incarnation).encode()),
-            Multicast(MemberBeacon(self.priority, self.start_time, self.incarnation)),
+            Multicast(self._beacon()),
             SetTimer(BEACON_TIMER, self.settings.heartbeat_interval),
             SetTimer(START_TIMER, self.settings.start_wait),
         ]
@@ -557,6 +564,7 @@ class TribesMachine:
         self.views_confirmed += 1
         view_id = f"{self.node_id}:{self.views_confirmed}"
         conf = CoordConf(tok.id, view_id, self.node_id, tok.members)
+        self.my_conf, self.reconfirmed = conf, {}
         out: list[Effect] = [
             Persist(VIEWS_KEY, str(self.views_confirmed).encode()),
             Record.of("coord", op="conf", election=tok.id, members=list(_names(tok.members))),
@@ -564,6 +572,32 @@ class TribesMachine:
         out += [Send(m.node, conf, reliable=True) for m in tok.members if m.node != self.node_id]
         out += self._handleViewConf(now, conf, self.node_id)
         return out
+
+    def _beacon(self) -> MemberBeacon:
+        return MemberBeacon(self.priority, self.start_time, self.incarnation, self.viewId or "")
+
+    def _reconfirm(self, src: NodeId, b: MemberBeacon, now: int) -> list[Effect]:
+        """Decision 18: a member of the view this node confirmed whose beacon names an
+        earlier view of this node's missed the confirmation (its COORD_CONF failed on
+        delivery, or arrived corrupted); send it again, at most once a member_drop_time."""
+        conf = self.my_conf
+        if conf is None or conf.view_id != self.viewId or b.view_id in ("", conf.view_id):
+            return []
+        leader, _, counter = b.view_id.rpartition(":")
+        if leader != self.node_id or not counter.isdigit():
+            return []  # another leader's view: the elections settle that
+        if int(counter) >= int(conf.view_id.rpartition(":")[2]):
+            return []
+        if not any(m.node == src and m.incarnation == b.incarnation for m in conf.members):
+            return []
+        last = self.reconfirmed.get(src)
+        if last is not None and now - last < self.settings.member_drop_time:
+            return []
+        self.reconfirmed[src] = now
+        return [
+            Record.of("coord", op="reconfirm", node=src, view=conf.view_id),
+            Send(src, conf, reliable=True),
+        ]
 
     def _install(self, election: str, members: tuple[CoordMember, ...]) -> list[Effect]:
         """A view of this node alone (no election needed)."""
