@@ -39,7 +39,7 @@ from tests.protocols.soakrun import parse_seeds
 
 from ringcast.protocols import registry
 from ringcast.sim import Simulation, parse_scenario
-from ringcast.sim.garble import garble_scenario
+from ringcast.sim.garble import detection_timeout, garble_scenario
 from ringcast.sim.hostile import HOSTILE, hostile_scenario
 
 QUIET = 20  # failure-detection timeouts of quiet at the end, the workload going on
@@ -49,7 +49,7 @@ TAIL = 6  # the last timeouts of the run, in which every live sender must be del
 def hostile_outcome(protocol: str, seed: int, share: float) -> tuple[bool, bool]:
     """(converged, delivering at the end) of one hostile run whose workload goes on to
     its end (the generator's stops 2 timeouts after the last fault)."""
-    timeout = registry.get(protocol).timeout_ns() or 200_000_000
+    timeout = detection_timeout(protocol)
     h = dataclasses.replace(HOSTILE, garble=share, quiet=QUIET)
     run = hostile_scenario(seed, protocol, token_timeout=timeout, harshness=h)
     end_ms = run.scenario.duration // 1_000_000
@@ -107,7 +107,7 @@ def main() -> None:
         raised: list[int] = []
         unconverged: list[int] = []
         stalled: list[int] = []
-        since = 32 * (registry.get(protocol).timeout_ns() or 200_000_000)
+        since = 32 * detection_timeout(protocol)
         t0 = time.monotonic()
         seeds = list(parse_seeds(args.seeds))
         for seed in seeds:

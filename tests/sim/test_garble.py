@@ -12,7 +12,7 @@ from tests.protocols.gms import checks
 from ringcast.protocols import registry
 from ringcast.protocols.tribes import MemberBeacon
 from ringcast.sim import ScenarioError, Simulation, parse_scenario
-from ringcast.sim.garble import garble_scenario, garbled, hostile_field
+from ringcast.sim.garble import detection_timeout, garble_scenario, garbled, hostile_field
 
 NODES = ["A", "B", "C", "D"]
 
@@ -32,7 +32,7 @@ def test_a_garbling_member_fails_no_node_and_the_group_converges_after(
     assert res.summary["messages_garbled"] >= 20, res.summary
     assert checks.convergence(rows, set(doc["nodes"])) == []
     # ... and goes on delivering: every node something of every sender in the last 8 T.
-    since = 32 * (registry.get(protocol).timeout_ns() or 200_000_000)
+    since = 32 * detection_timeout(protocol)
     assert checks.delivery_stalls(rows, set(doc["nodes"]), since) == []
 
 

@@ -50,6 +50,16 @@ def hostile_field(msg: Any, rng: random.Random) -> Any:
     return msg
 
 
+DEFAULT_TIMEOUT = 200_000_000
+"""The failure-detection timeout (ns) a garble run assumes for a protocol without one."""
+
+
+def detection_timeout(protocol: str) -> int:
+    """``protocol``'s failure-detection timeout in ns (:data:`DEFAULT_TIMEOUT` if none):
+    the unit of a garble run's schedule."""
+    return registry.get(protocol).timeout_ns() or DEFAULT_TIMEOUT
+
+
 def garble_scenario(
     protocol: str, share: float, *, nodes: int = 4, garblers: int = 1
 ) -> dict[str, Any]:
@@ -59,7 +69,7 @@ def garble_scenario(
     ``protocol`` (200 ms for one without), the run ending at 40."""
     if not 1 <= garblers < nodes <= 26:
         raise ValueError(f"need 1 <= garblers < nodes <= 26, got {garblers} and {nodes}")
-    t = (registry.get(protocol).timeout_ns() or 200_000_000) // 1_000_000
+    t = detection_timeout(protocol) // 1_000_000
     names = [chr(ord("A") + i) for i in range(nodes)]
     bad = names[1 : 1 + garblers]
     return {

@@ -64,8 +64,7 @@ def make_plan(ct: CommitToken, old: RingLog) -> RecoveryPlan:
     # of the ring before, which every receiver refuses to carry again ("old: not a
     # regular frame"), so the new ring's aru would never pass it (docs, "Recovery frames
     # are not sent again").
-    msgs = old.msgs
-    queue = deque(sorted(s for s, m in msgs.items() if s > low and type(m) is Mcast))
+    queue = deque(sorted(s for s, m in old.msgs.items() if s > low and type(m) is Mcast))
     return RecoveryPlan(
         new_ring=ct.ring_id,
         memb=ct.memb_list,

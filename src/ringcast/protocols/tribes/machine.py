@@ -75,6 +75,12 @@ HEARTBEAT_WAIT_LIMIT = 64
 """The heartbeat check waits at most this many member_drop_times between elections."""
 
 
+def _view_number(view_id: str) -> tuple[NodeId, int] | None:
+    """A view id ``leader:n`` as (leader, n); None if it is not one."""
+    leader, _, counter = view_id.rpartition(":")
+    return (leader, int(counter)) if leader and counter.isdigit() else None
+
+
 @dataclass(frozen=True, slots=True)
 class TribesSettings:
     heartbeat_interval: int
@@ -583,10 +589,10 @@ class TribesMachine:
         conf = self.my_conf
         if conf is None or conf.view_id != self.viewId or b.view_id in ("", conf.view_id):
             return []
-        leader, _, counter = b.view_id.rpartition(":")
-        if leader != self.node_id or not counter.isdigit():
-            return []  # another leader's view: the elections settle that
-        if int(counter) >= int(conf.view_id.rpartition(":")[2]):
+        theirs = _view_number(b.view_id)
+        if theirs is None or theirs[0] != self.node_id:
+            return []  # another leader's view (or none): the elections settle that
+        if theirs[1] >= self.installed_from[self.node_id]:
             return []
         if not any(m.node == src and m.incarnation == b.incarnation for m in conf.members):
             return []
@@ -619,10 +625,10 @@ class TribesMachine:
         mine = next((m for m in conf.members if m.node == self.node_id), None)
         if mine is None or mine.incarnation != self.incarnation:
             return self._drop(sender, f"COORD_CONF {conf.view_id} does not list this node")
-        leader, _, counter = conf.view_id.rpartition(":")
-        if leader != conf.leader or not counter.isdigit():
+        parsed = _view_number(conf.view_id)
+        if parsed is None or parsed[0] != conf.leader:
             return self._drop(sender, f"COORD_CONF with a malformed view id {conf.view_id!r}")
-        n = int(counter)
+        leader, n = parsed
         if n <= self.installed_from.get(leader, 0) and leader != self.node_id:
             return self._drop(sender, f"stale COORD_CONF {conf.view_id}")
         self._leave_starting()
