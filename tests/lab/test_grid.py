@@ -241,3 +241,33 @@ def test_the_bundled_sweeps_declare_the_gms_control() -> None:
     (plain,) = sweep.expect
     assert plain.where == {"settings.view_install": "plain"}
     assert plain.violates == ("convergence",)
+
+
+def test_a_generator_draws_larger_groups_and_a_longer_quiet_end() -> None:
+    from ringcast.lab.errors import LabError
+
+    doc = {
+        "protocols": ["gms"],
+        "seeds": 4,
+        "generator": {"kind": "hostile", "nodes": [16, 40], "quiet": 30},
+    }
+    sweep = parse_sweep(doc, "scale.toml")
+    sizes = [r.nodes for r in sweep.runs]
+    assert all(16 <= k <= 40 for k in sizes) and len(set(sizes)) > 1
+    for r in sweep.runs:
+        names = sweep.documents[r.scenario_index]["nodes"]
+        assert names[:8] == list("ABCDEFGH") and len(set(names)) == r.nodes
+        assert parse_scenario(sweep.documents[r.scenario_index]).protocol == "gms"
+    fixed = parse_sweep({**doc, "generator": {"kind": "hostile", "nodes": 12}}, "f.toml")
+    assert {r.nodes for r in fixed.runs} == {12}
+    # a longer quiet end lengthens the run and changes nothing before it
+    short = parse_sweep({**doc, "generator": {"kind": "hostile", "nodes": [16, 40]}}, "s.toml")
+    for a, b in zip(short.documents, sweep.documents, strict=True):
+        assert a["nemesis"] == b["nemesis"]
+        assert parse_scenario(b).duration > parse_scenario(a).duration
+    for bad in (0, 101, [8, 4], [3], "16", True, [3, 200]):
+        with pytest.raises(LabError, match=r"generator\.nodes: expected a group size"):
+            parse_sweep({**doc, "generator": {"kind": "hostile", "nodes": bad}}, "bad.toml")
+    for bad in (0, "40", True, 5000):
+        with pytest.raises(LabError, match=r"generator\.quiet: expected a number of timeouts"):
+            parse_sweep({**doc, "generator": {"kind": "hostile", "quiet": bad}}, "bad.toml")

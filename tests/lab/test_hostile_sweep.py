@@ -1,5 +1,6 @@
-"""A sample of the hostile sweep (sweeps/hostile.toml) on Spark: generated scenarios,
-every property each protocol claims checked by the lab, no violation."""
+"""A sample of the hostile sweep (sweeps/hostile.toml) and of its larger groups
+(sweeps/scale.toml) on Spark: generated scenarios, every property each protocol claims
+checked by the lab, no violation."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ringcast.lab.pipeline import check_paths
 from ringcast.lab.sweep import run_sweep
 
 SWEEP = Path(__file__).resolve().parents[2] / "sweeps" / "hostile.toml"
+SCALE = SWEEP.with_name("scale.toml")
 SAMPLE = 4  # seeds per protocol in CI; the full sweep is a documented command
 
 
@@ -62,3 +64,19 @@ def test_no_safety_property_is_violated_on_the_sample(
     assert violated == {}
     checked = {name for name, p in doc["properties"].items() if p.get("runs_checked")}
     assert {"view_agreement", "total_order", "integrity", "fifo", "convergence"} <= checked
+
+
+def test_no_safety_property_is_violated_in_groups_of_16_to_32(spark: Any, tmp_path: Path) -> None:
+    sweep = load_sweep(SCALE, seeds=1)
+    assert {r.protocol for r in sweep.runs} == {"raincore", "totem", "tribes", "gms"}
+    assert all(16 <= r.nodes <= 32 for r in sweep.runs)
+    run_sweep(spark, sweep, tmp_path / "out", partitions=4)
+    doc = check_paths(spark, [tmp_path / "out"])
+    violated = {
+        name: p["counterexamples"][:2]
+        for name, p in doc["properties"].items()
+        if name in SAFETY and p["status"] == "violated"
+    }
+    assert violated == {}
+    checked = {name for name, p in doc["properties"].items() if p.get("runs_checked")}
+    assert {"view_agreement", "total_order", "mutual_exclusion", "leader_agreement"} <= checked

@@ -35,6 +35,8 @@ generator, one scenario per protocol and seed::
     kind = "hostile"                        # ringcast.sim.hostile
     # settings.raincore = { hungry_timeout = "300ms" }   # optional, per protocol
     # garble = 0.3                          # optional: members gone bad among the faults
+    # nodes = [16, 32]                      # optional: group sizes drawn from (3 to 8)
+    # quiet = 40                            # optional: the quiet end, in timeouts (12)
 
 The hostile generator scales its faults by the protocol's failure-detection timeout
 (its spec's ``timeout`` setting). Generated points take no grid. With ``garble`` one or
@@ -67,7 +69,6 @@ import dataclasses
 import glob
 import itertools
 import json
-import string
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,9 +78,7 @@ from ringcast.lab.errors import LabError
 from ringcast.lab.expect import EXPECT_KEY, Expectation
 from ringcast.protocols import registry
 from ringcast.protocols.registry import PROPERTIES
-from ringcast.sim.scenario import ScenarioError, parse_scenario
-
-NODE_NAMES = tuple(string.ascii_uppercase) + tuple(f"N{k}" for k in range(26, 100))
+from ringcast.sim.scenario import NODE_NAMES, ScenarioError, parse_scenario
 
 
 def is_fixed(doc: dict[str, Any]) -> bool:
@@ -352,6 +351,25 @@ def _expand(sweep: Sweep, protocols: list[str] | None) -> None:
 GENERATORS = ("hostile",)
 
 
+def _group_sizes(gen: dict[str, Any], where: str) -> tuple[int, int]:
+    """The generator's ``nodes``: a group size, or ``[fewest, most]`` to draw from."""
+    from ringcast.sim.hostile import HOSTILE
+
+    value = gen.get("nodes", list(HOSTILE.nodes))
+    sizes = [value, value] if isinstance(value, int) and not isinstance(value, bool) else value
+    if (
+        not isinstance(sizes, list)
+        or len(sizes) != 2
+        or not all(isinstance(k, int) and not isinstance(k, bool) for k in sizes)
+        or not 1 <= sizes[0] <= sizes[1] <= len(NODE_NAMES)
+    ):
+        raise LabError(
+            f"{where}.nodes: expected a group size or [fewest, most] within 1..{len(NODE_NAMES)},"
+            f" got {value!r}"
+        )
+    return sizes[0], sizes[1]
+
+
 def _generate(sweep: Sweep, gen: Any, protocols: Any, source: str) -> None:
     """Expand a ``[generator]`` table: one generated scenario per protocol and seed."""
     from ringcast.sim.hostile import HOSTILE, hostile_scenario
@@ -359,13 +377,19 @@ def _generate(sweep: Sweep, gen: Any, protocols: Any, source: str) -> None:
     where = f"{source}: generator"
     if not isinstance(gen, dict):
         raise LabError(f"{where}: expected a table")
-    unknown = sorted(set(gen) - {"kind", "settings", "garble"})
+    known = ("garble", "kind", "nodes", "quiet", "settings")
+    unknown = sorted(set(gen) - set(known))
     if unknown:
-        raise LabError(f"{where}.{unknown[0]}: unknown key (known: garble, kind, settings)")
+        raise LabError(f"{where}.{unknown[0]}: unknown key (known: {', '.join(known)})")
     garble = gen.get("garble", 0.0)
     if isinstance(garble, bool) or not isinstance(garble, int | float) or not 0 <= garble <= 1:
         raise LabError(f"{where}.garble: expected a share of messages in [0, 1], got {garble!r}")
-    harshness = dataclasses.replace(HOSTILE, garble=float(garble))
+    quiet = gen.get("quiet", HOSTILE.quiet)
+    if isinstance(quiet, bool) or not isinstance(quiet, int | float) or not 1 <= quiet <= 1000:
+        raise LabError(f"{where}.quiet: expected a number of timeouts in [1, 1000], got {quiet!r}")
+    harshness = dataclasses.replace(
+        HOSTILE, garble=float(garble), quiet=float(quiet), nodes=_group_sizes(gen, where)
+    )
     if gen.get("kind") not in GENERATORS:
         raise LabError(f"{where}.kind: expected one of {', '.join(GENERATORS)}")
     if not isinstance(protocols, list) or not protocols:

@@ -5,7 +5,8 @@ own randomized suites and meant for safety soaks (view agreement, total order, m
 exclusion must hold whatever happens; liveness is judged only after the quiet period
 that ends every run):
 
-* 3 to 8 nodes; a lossy, duplicating, reordering network for the whole run (loss 5-30%,
+* 3 to 8 nodes (``Harshness.nodes``: up to 100, named A to Z, then N26 on); a lossy,
+  duplicating, reordering network for the whole run (loss 5-30%,
   duplication 0-10%, reordering 0-30% with an extra delay of up to a few hops), and a
   few *asymmetric* links whose loss in one direction is several times the other's;
 * 2 to 7 fault episodes with little settling between them (the next episode may start
@@ -40,9 +41,7 @@ from typing import Any
 
 from ringcast.core.units import MS
 from ringcast.protocols import registry
-from ringcast.sim.scenario import Scenario, parse_scenario
-
-NAMES = "ABCDEFGH"
+from ringcast.sim.scenario import NODE_NAMES, Scenario, parse_scenario
 
 
 @dataclass(frozen=True)
@@ -132,9 +131,9 @@ def hostile_scenario(
     h = harshness
     rng = random.Random(f"hostile:{seed}")
     n = nodes if nodes is not None else rng.randint(*h.nodes)
-    if not 1 <= n <= len(NAMES):
-        raise ValueError(f"nodes must be between 1 and {len(NAMES)}, got {n}")
-    names = list(NAMES[:n])
+    if not 1 <= n <= len(NODE_NAMES):
+        raise ValueError(f"nodes must be between 1 and {len(NODE_NAMES)}, got {n}")
+    names = list(NODE_NAMES[:n])
     tt = token_timeout
     loss = round(rng.uniform(*h.loss), 3)
     network: dict[str, Any] = {

@@ -19,6 +19,11 @@ from ringcast.core.units import parse_duration
 from ringcast.protocols import registry
 from ringcast.sim.latency import Latency, parse_latency
 
+NODE_NAMES: tuple[str, ...] = tuple("ABCDEFGHIJKLMNOPQRSTUVWXYZ") + tuple(
+    f"N{k}" for k in range(26, 100)
+)
+"""The node names of generated and grown scenarios, in order: A to Z, then N26 to N99."""
+
 ACTIONS = (
     "crash",
     "restart",
