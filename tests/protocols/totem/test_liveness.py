@@ -331,3 +331,41 @@ def test_a_safe_message_of_a_recovery_another_member_failed_is_delivered_next_ti
     for prop in ("integrity", "total_order", "fifo", "view_agreement", "virtual_synchrony"):
         assert getattr(checks, prop)(rows) == [], prop
     assert checks.safe_delivery(rows) == []
+
+
+def _large_ring(token_per_member: str) -> tuple[list[dict], set[str]]:
+    names = [f"n{k:02d}" for k in range(40)]
+    doc = {
+        "name": "large_ring",
+        "protocol": "totem",
+        "nodes": names,
+        "duration": "2s",
+        "settings": {"token_per_member": token_per_member},
+        "network": {"latency": {"dist": "uniform", "low": "0.3ms", "high": "1.5ms"}, "loss": 0.25},
+    }
+    return Simulation(parse_scenario(doc), 1).run().events(), set(names)
+
+
+def test_a_ring_of_forty_forms_under_25_percent_loss() -> None:
+    """Forty nodes, 25 % loss: a commit token's rotation of forty hops, each hop lost a
+    quarter of the time and resent after token_retransmit_timeout, takes longer than
+    the 200 ms token timeout, so with a fixed timeout every Commit falls back to Gather
+    and no ring forms in ten token timeouts. With token_per_member (20 ms per node: 800
+    ms here) it forms ("A token timeout that grows with the ring")."""
+    rows, names = _large_ring("20ms")
+    assert checks.convergence(rows, names, 0) == []
+    assert checks.view_agreement(rows) == [] and checks.virtual_synchrony(rows) == []
+    rows, names = _large_ring("0ms")  # token_timeout alone: the old rule
+    assert checks.convergence(rows, names, 0) != []
+
+
+def test_the_token_timeout_in_force_grows_with_the_configured_nodes() -> None:
+    def timeout(nodes: int, **settings: str) -> int:
+        peers = tuple(f"n{k}" for k in range(nodes))
+        ctx = MachineContext("n0", peers, peers)
+        return TotemMachine(ctx, SPEC.resolve_settings(settings, "settings")).token_timeout
+
+    assert timeout(3) == timeout(10) == 200 * MS  # small rings: token_timeout, unchanged
+    assert timeout(11) == 220 * MS and timeout(64) == 1280 * MS
+    assert timeout(64, token_per_member="0ms") == 200 * MS
+    assert timeout(64, token_timeout="2s") == 2000 * MS

@@ -16,6 +16,13 @@ from ringcast.protocols.totem.rrp import MODES, RedundantRing, RrpSettings
 
 SETTINGS: dict[str, Setting] = {
     "token_timeout": Setting("duration", 200_000_000, "token loss timeout", 1),
+    "token_per_member": Setting(
+        "duration",
+        20_000_000,
+        "the token timeout in force is at least this per configured node (a rotation's "
+        "hops; 0: token_timeout alone)",
+        0,
+    ),
     "token_retransmit_timeout": Setting(
         "duration", 10_000_000, "resend the token when the next node shows no sign of it", 1
     ),

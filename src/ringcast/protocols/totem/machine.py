@@ -74,7 +74,12 @@ class TotemMachine:
         self.node_id = ctx.node_id
         self.ctx = ctx
         s = settings
-        self.token_timeout: int = s["token_timeout"]
+        # The token loss timeout in force: a rotation crosses every member, so a large
+        # ring gets at least token_per_member per configured node (docs/protocols/
+        # totem.md, "A token timeout that grows with the ring"; corosync's
+        # token_coefficient does the same).
+        nodes = len(set(ctx.peers) | {ctx.node_id})
+        self.token_timeout: int = max(s["token_timeout"], s["token_per_member"] * nodes)
         self.token_retransmit_timeout: int = s["token_retransmit_timeout"]
         self.token_hold: int = s["token_hold"]
         self.join_timeout: int = s["join_timeout"]
