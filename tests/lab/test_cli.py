@@ -250,3 +250,29 @@ def test_check_with_and_without_certificate(spark: Any, traces: dict[str, Path])
     for name in ("total_order", "fifo", "integrity"):
         assert fast[name]["status"] == exact[name]["status"] == "holds"
         assert (fast[name]["runs_certified"], exact[name]["runs_certified"]) == (1, 0)
+
+
+def test_spark_out_of_memory_is_one_line_that_says_what_to_do() -> None:
+    import argparse
+
+    from ringcast.cli.lab import OUT_OF_MEMORY, _guard
+    from ringcast.cli.main import CliError
+
+    class JobFailed(Exception):  # what PySpark raises for a failed job: the JVM's text
+        pass
+
+    def oom(args: argparse.Namespace) -> int:
+        raise JobFailed(
+            "An error occurred while calling o123.save.\n: org.apache.spark.SparkException: "
+            "Job aborted ... org.apache.spark.memory.SparkOutOfMemoryError: "
+            "[UNABLE_TO_ACQUIRE_MEMORY] Unable to acquire 16384 bytes of memory, got 0."
+        )
+
+    def other(args: argparse.Namespace) -> int:
+        raise JobFailed("something else")
+
+    with pytest.raises(CliError) as e:
+        _guard(oom)(argparse.Namespace())
+    assert str(e.value) == OUT_OF_MEMORY and "RINGCAST_DRIVER_MEMORY" in OUT_OF_MEMORY
+    with pytest.raises(JobFailed):  # any other failure is not hidden
+        _guard(other)(argparse.Namespace())

@@ -52,8 +52,26 @@ def _guard(fn: Any) -> Any:
             return int(fn(args))
         except (LabError, ScenarioError, TraceSchemaError) as e:
             raise CliError(str(e)) from None
+        except Exception as e:
+            if not _out_of_memory(e):
+                raise
+            raise CliError(OUT_OF_MEMORY) from None
 
     return handler
+
+
+OUT_OF_MEMORY = (
+    "Spark ran out of memory. What was written to --out is kept: give the lab more memory "
+    "(RINGCAST_DRIVER_MEMORY=8g for local Spark, default 4g; --conf spark.executor.memory="
+    "... on a cluster), or use more --partitions, then run `ringcast lab check OUT` again"
+)
+_OOM_MARKERS = ("OutOfMemoryError", "UNABLE_TO_ACQUIRE_MEMORY", "Java heap space")
+
+
+def _out_of_memory(e: BaseException) -> bool:
+    """Whether ``e`` (a Spark job's failure as PySpark raises it) is the JVM out of memory."""
+    text = str(e)
+    return any(m in text for m in _OOM_MARKERS)
 
 
 def _claims(args: argparse.Namespace) -> dict[str, frozenset[str]] | None:
