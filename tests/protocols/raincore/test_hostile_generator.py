@@ -58,7 +58,10 @@ def test_flapping_partitions_are_recut_every_token_timeout() -> None:
 def test_bad_arguments_are_refused() -> None:
     with pytest.raises(ValueError, match="token_timeout"):
         hostile_scenario(1, "raincore", token_timeout=0)
-    with pytest.raises(ValueError, match="nodes"):
-        hostile_scenario(1, "raincore", token_timeout=TT, nodes=9)
+    for nodes in (0, 101):  # 1 to 100 members, named A to Z, then N26 to N99
+        with pytest.raises(ValueError, match="nodes must be between 1 and 100"):
+            hostile_scenario(1, "raincore", token_timeout=TT, nodes=nodes)
+    names = hostile_scenario(1, "raincore", token_timeout=TT, nodes=28).doc["nodes"]
+    assert names[:3] == ["A", "B", "C"] and names[-3:] == ["Z", "N26", "N27"]
     with pytest.raises(ValueError):
         hostile_scenario(1, "nosuchprotocol", token_timeout=TT)

@@ -37,7 +37,10 @@ SETTINGS = {
     "starving_timeout": Setting("duration", 100 * MS, "period of a starving node's 911", minimum=1),
     "rto": Setting("duration", 10 * MS, "transport manager retransmission timeout", minimum=1),
     "max_tries": Setting(
-        "int", 3, "transmissions before the transport reports failure-on-delivery", minimum=1
+        "int",
+        6,
+        "transmissions before the transport reports failure-on-delivery (decision 32)",
+        minimum=1,
     ),
     "initial_token_seq": Setting(
         "int", 1, "sequence number of the first token (the figures use 11)", minimum=0

@@ -1,0 +1,92 @@
+"""How long a group of N takes to form at a loss rate, without any fault.
+
+Each run boots ``--sizes`` nodes (named as the hostile generator names them) on a
+network losing ``--losses`` of its packets, with a light workload, for ``--seconds``;
+reported: when every node first stood in one view of all of them, in the protocol's
+failure-detection timeouts *T* ("never": not within the run), and how many view rows
+the run wrote. ``--set KEY=VALUE`` sets a protocol setting (repeatable).
+
+    python bench/ring_formation.py --protocol totem --sizes 16,32,64 --losses 0.15,0.25
+    python bench/ring_formation.py --protocol totem --sizes 64 --losses 0.25 \
+        --set token_per_member=0ms
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import tomllib
+from typing import Any
+
+from ringcast.protocols import registry
+from ringcast.sim import Simulation, parse_scenario
+from ringcast.sim.garble import detection_timeout
+from ringcast.sim.scenario import NODE_NAMES
+
+
+def formed_at(rows: list[dict[str, Any]], names: list[str]) -> int | None:
+    """When every node first stood in one view of all of them (ns), or None."""
+    current: dict[str, tuple[str, frozenset[str]]] = {}
+    everyone = frozenset(names)
+    for r in rows:
+        if r["kind"] != "view" or r.get("transitional"):
+            continue
+        current[r["node"]] = (r["view"], frozenset(r["members"] or ()))
+        if len(current) == len(names) and {current[n] for n in names} == {(r["view"], everyone)}:
+            return int(r["t"])
+    return None
+
+
+def _value(text: str) -> Any:
+    """A ``--set`` value as TOML reads it (``6``, ``true``), else the text (``20ms``)."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--protocol", default="totem", choices=registry.builtin_names())
+    ap.add_argument("--sizes", default="16,32,64")
+    ap.add_argument("--losses", default="0.0,0.15,0.25")
+    ap.add_argument("--seconds", type=float, default=6.0)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    a = ap.parse_args()
+    settings = {k: _value(v) for k, v in (kv.split("=", 1) for kv in a.set)}
+    unit = detection_timeout(a.protocol)
+    print(f"| nodes | loss | formed (T = {unit / 1e6:.0f} ms) | view rows | wall s |")
+    print("|---|---|---|---|---|")
+    for n in (int(x) for x in a.sizes.split(",")):
+        for loss in (float(x) for x in a.losses.split(",")):
+            names = list(NODE_NAMES[:n])
+            doc = {
+                "name": "ring_formation",
+                "protocol": a.protocol,
+                "nodes": names,
+                "duration": f"{round(a.seconds * 1000)}ms",
+                "settings": settings,
+                "network": {
+                    "latency": {"dist": "uniform", "low": "0.3ms", "high": "1.5ms"},
+                    "loss": loss,
+                },
+                "workload": [
+                    {"nodes": "all", "kind": "multicast", "rate": 50.0, "size": 8, "start": "5ms"}
+                ],
+            }
+            t0 = time.monotonic()
+            rows = Simulation(parse_scenario(doc), a.seed).run().events()
+            at = formed_at(rows, names)
+            views = sum(r["kind"] == "view" for r in rows)
+            shown = "never" if at is None else f"{at / unit:.1f}"
+            print(
+                f"| {n} | {loss:.0%} | {shown} | {views} | {time.monotonic() - t0:.1f} |",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
