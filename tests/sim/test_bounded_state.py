@@ -5,13 +5,15 @@ machine that keeps something per view, per restart or per message without droppi
 grows until the process runs out of memory, and its snapshot (written on every change)
 grows with it. Each protocol runs a long churn schedule here, and the number of elements
 held in the containers reachable from each node's machine is counted as it goes: the
-second half of the run must hold no more than the first half's peak, with a margin.
+second half of the run must hold no more than the first half, with a margin (medians;
+the peaks within twice the first half's).
 """
 
 from __future__ import annotations
 
 import collections
 import enum
+import statistics
 import types
 from typing import Any
 
@@ -129,7 +131,12 @@ def test_a_long_churning_run_holds_no_more_state_than_its_first_half(
 
     sim.run(progress=sample)
     half = len(samples) // 2
-    first, second = max(samples[:half]), max(samples[half:])
+    first, second = samples[:half], samples[half:]
     # Thirteen cycles of faults in each half: a machine keeping one entry per view, per
-    # restart or per message would hold twice as much by the end.
-    assert second <= 1.25 * first + 10, (protocol, samples)
+    # restart or per message would hold twice as much by the end. Compared by the
+    # halves' medians, which any such growth moves (and more than it moves the peaks),
+    # while a moment of messages in flight does not: application messages riding
+    # Raincore's token while a view is repaired (at most max_token_messages) made one
+    # sample of fifty twice the others. The peaks are held to a looser bound.
+    assert statistics.median(second) <= 1.25 * statistics.median(first) + 10, (protocol, samples)
+    assert max(second) <= 2 * max(first) + 10, (protocol, samples)
