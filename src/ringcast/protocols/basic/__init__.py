@@ -21,11 +21,35 @@ restarted receiver (which acknowledges the sender's sequence numbers, not its ow
 counts) or a restarted sender (a new epoch; acks of the old one are ignored) never
 leaves a stale count behind. A receiver takes each message's seq as it comes (one boot's
 messages arrive in order), so a corrupted one far above the rest does not stop its acks.
+
+A message for an earlier boot (session 39; found by the hostile generator once basic
+declared its failure-detection timeout, seed 168). The reliable layer hands a restarted
+receiver every frame its sender still retransmits, so a message the old boot delivered,
+whose ack was lost before the crash, was delivered again by the new boot: the lab's
+integrity check (each message at most once at a node) failed. Each ``BasicData`` now
+names the destination's boot its sender last heard of (``dst_epoch``: from the
+destination's own messages and from the ``receiver_epoch`` of its acks; 0 before any),
+and a node does not deliver a message named for an earlier boot of itself: that was sent
+to a process that crashed. It still acknowledges it, so the sender's window drains. A
+message sent before the sender heard of the new boot is not delivered there either;
+basic promises nothing to a process about what was sent before it started.
+
+The failure-detection timeout the lab's hostile generator scales its faults by is
+``heartbeat_interval`` x ``heartbeat_misses`` (200 ms by default), as GMS's.
 """
+
+from collections.abc import Mapping
+from typing import Any
 
 from ringcast.core.units import MS
 from ringcast.protocols.basic.machine import BasicAck, BasicData, BasicMachine, make_basic
 from ringcast.protocols.registry import ProtocolSpec, Setting, register
+
+
+def _suspicion_time(settings: Mapping[str, Any]) -> int:
+    """The failure-detection timeout: ``heartbeat_misses`` silent heartbeat periods."""
+    return int(settings["heartbeat_interval"]) * int(settings["heartbeat_misses"])
+
 
 SPEC = register(
     ProtocolSpec(
@@ -50,6 +74,7 @@ SPEC = register(
         # order and no view agreement across partitions (the lab's negative control).
         claims=frozenset({"integrity", "fifo", "convergence"}),
         total_orders=None,
+        timeout=_suspicion_time,
         wire_ids=(0x0010, 0x001F),
     )
 )

@@ -29,6 +29,9 @@ class BasicData:
 
     ``epoch`` is the sender's boot number and ``seq`` numbers its messages to this one
     destination within that boot (1, 2, ...), for the flow-control acknowledgement.
+    ``dst_epoch`` is the destination's boot the sender last heard of (0: none yet): a
+    destination that has restarted since does not deliver it (it was sent to a process
+    that crashed, and may have delivered it already).
     """
 
     msg_id: str
@@ -36,24 +39,29 @@ class BasicData:
     order: str
     epoch: int = 0
     seq: int = 0
+    dst_epoch: int = 0
 
 
 @wire(0x0011)
 @dataclass(frozen=True, slots=True)
 class BasicAck:
     """Flow control: the receiver has delivered every message of the sender's boot
-    ``epoch`` to it up to ``upto`` (cumulative, so a lost or late one is superseded)."""
+    ``epoch`` to it up to ``upto`` (cumulative, so a lost or late one is superseded).
+    ``receiver_epoch`` is the receiver's own boot."""
 
     epoch: int
     upto: int
+    receiver_epoch: int = 0
 
 
 @dataclass(slots=True)
 class _Peer:
-    """What this node sent to one peer (``sent``) and what the peer has acknowledged."""
+    """What this node sent to one peer (``sent``), what the peer has acknowledged, and
+    the peer's boot this node last heard of (``epoch``, from its messages and acks)."""
 
     sent: int = 0
     acked: int = 0
+    epoch: int = 0
 
     @property
     def in_flight(self) -> int:
@@ -137,7 +145,9 @@ class BasicMachine:
             if peer is None:
                 peer = self.peers[m] = _Peer()
             peer.sent += 1
-            data = BasicData(event.msg_id, event.payload, event.order, self.epoch, peer.sent)
+            data = BasicData(
+                event.msg_id, event.payload, event.order, self.epoch, peer.sent, peer.epoch
+            )
             out.append(Send(m, data, reliable=True))
         out.append(Deliver(event.msg_id, event.payload, event.order, self.node_id))
         if not self.blocked and any(
@@ -151,6 +161,7 @@ class BasicMachine:
         peer = self.peers.get(src)
         if peer is None or ack.epoch != self.epoch:
             return []  # an ack for an earlier boot of this node
+        peer.epoch = max(peer.epoch, ack.receiver_epoch)
         peer.acked = max(peer.acked, min(ack.upto, peer.sent))
         return self._maybe_unblock()
 
@@ -171,7 +182,19 @@ class BasicMachine:
     # -- receiving side
 
     def _on_data(self, src: NodeId, msg: BasicData) -> list[Effect]:
-        out: list[Effect] = [Deliver(msg.msg_id, msg.payload, msg.order, src)]
+        peer = self.peers.get(src)
+        if peer is None:
+            peer = self.peers[src] = _Peer()
+        peer.epoch = max(peer.epoch, msg.epoch)  # what this node's messages to src carry
+        out: list[Effect]
+        if 0 < msg.dst_epoch < self.epoch:
+            # Sent to an earlier boot of this node, which may have delivered it before it
+            # crashed (a retransmission whose ack was lost): a new boot is a new process.
+            # Not delivered, but acknowledged as usual, or the sender's window would
+            # never drain (the package docstring, "A message for an earlier boot").
+            out = [Record.of("drop", src=src, msg=msg.msg_id, reason="for an earlier boot")]
+        else:
+            out = [Deliver(msg.msg_id, msg.payload, msg.order, src)]
         if msg.seq <= 0:
             return out  # not flow controlled (a peer without a window)
         rx = self.senders.get(src)
@@ -187,7 +210,7 @@ class BasicMachine:
         rx.upto = msg.seq
         if rx.upto - rx.acked >= self.ack_every:
             rx.acked = rx.upto
-            out.append(Send(src, BasicAck(rx.epoch, rx.upto), reliable=True))
+            out.append(Send(src, BasicAck(rx.epoch, rx.upto, self.epoch), reliable=True))
         return out
 
 
