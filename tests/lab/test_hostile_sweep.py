@@ -58,14 +58,19 @@ def test_no_safety_property_is_violated_on_the_sample(
     hostile: tuple[Any, dict[str, Any]],
 ) -> None:
     _, doc = hostile
+    violated, checked = _outcome(doc)
+    assert violated == {}
+    assert {"view_agreement", "total_order", "integrity", "fifo", "convergence"} <= checked
+
+
+def _outcome(doc: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+    """A check's safety violations (two counterexamples each) and the properties it checked."""
     violated = {
         name: p["counterexamples"][:2]
         for name, p in doc["properties"].items()
         if name in SAFETY and p["status"] == "violated"
     }
-    assert violated == {}
-    checked = {name for name, p in doc["properties"].items() if p.get("runs_checked")}
-    assert {"view_agreement", "total_order", "integrity", "fifo", "convergence"} <= checked
+    return violated, {name for name, p in doc["properties"].items() if p.get("runs_checked")}
 
 
 def test_no_safety_property_is_violated_in_groups_of_16_to_32(spark: Any, tmp_path: Path) -> None:
@@ -76,12 +81,6 @@ def test_no_safety_property_is_violated_in_groups_of_16_to_32(spark: Any, tmp_pa
     assert {r.protocol for r in sweep.runs} >= {"raincore", "totem", "tribes", "gms"}
     assert all(16 <= r.nodes <= 32 for r in sweep.runs)
     run_sweep(spark, sweep, tmp_path / "out", partitions=4)
-    doc = check_paths(spark, [tmp_path / "out"])
-    violated = {
-        name: p["counterexamples"][:2]
-        for name, p in doc["properties"].items()
-        if name in SAFETY and p["status"] == "violated"
-    }
+    violated, checked = _outcome(check_paths(spark, [tmp_path / "out"]))
     assert violated == {}
-    checked = {name for name, p in doc["properties"].items() if p.get("runs_checked")}
     assert {"view_agreement", "total_order", "mutual_exclusion", "leader_agreement"} <= checked
