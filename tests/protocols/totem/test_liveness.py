@@ -359,13 +359,21 @@ def test_a_ring_of_forty_forms_under_25_percent_loss() -> None:
     assert checks.convergence(rows, names, 0) != []
 
 
-def test_the_token_timeout_in_force_grows_with_the_configured_nodes() -> None:
-    def timeout(nodes: int, **settings: str) -> int:
+def test_the_token_and_consensus_timeouts_in_force_grow_with_the_configured_nodes() -> None:
+    def machine(nodes: int, **settings: str) -> TotemMachine:
         peers = tuple(f"n{k}" for k in range(nodes))
         ctx = MachineContext("n0", peers, peers)
-        return TotemMachine(ctx, SPEC.resolve_settings(settings, "settings")).token_timeout
+        return TotemMachine(ctx, SPEC.resolve_settings(settings, "settings"))
+
+    def timeout(nodes: int, **settings: str) -> int:
+        return machine(nodes, **settings).token_timeout
 
     assert timeout(3) == timeout(10) == 200 * MS  # small rings: token_timeout, unchanged
     assert timeout(11) == 220 * MS and timeout(64) == 1280 * MS
     assert timeout(64, token_per_member="0ms") == 200 * MS
     assert timeout(64, token_timeout="2s") == 2000 * MS
+    # the consensus timeout keeps corosync's 1.2 x the token timeout in force
+    assert machine(10).consensus_timeout == 240 * MS  # unchanged up to 10 nodes
+    assert machine(32).consensus_timeout == 768 * MS
+    assert machine(32, consensus_timeout="2s").consensus_timeout == 2000 * MS
+    assert machine(32, token_per_member="0ms").consensus_timeout == 240 * MS

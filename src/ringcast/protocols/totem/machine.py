@@ -83,7 +83,11 @@ class TotemMachine:
         self.token_retransmit_timeout: int = s["token_retransmit_timeout"]
         self.token_hold: int = s["token_hold"]
         self.join_timeout: int = s["join_timeout"]
-        self.consensus_timeout: int = s["consensus_timeout"]
+        # ... and the consensus timeout keeps corosync's rule against it (1.2 x the token
+        # timeout in force), so a large ring's Gather is not cut short either.
+        self.consensus_timeout: int = max(
+            s["consensus_timeout"], 6 * s["token_per_member"] * nodes // 5
+        )
         self.join_silence_const: int = s["join_silence_const"]
         self.silence_watch: set[str] = set()  # last-ring members the silence timer judges
         self.fail_unanswered: bool = s["fail_unanswered"]
