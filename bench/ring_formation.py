@@ -16,13 +16,16 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import tomllib
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ringcast.protocols import registry
 from ringcast.sim import Simulation, parse_scenario
 from ringcast.sim.garble import detection_timeout
 from ringcast.sim.scenario import NODE_NAMES
+from runtime_throughput import _setting
 
 
 def formed_at(rows: list[dict[str, Any]], names: list[str]) -> int | None:
@@ -38,14 +41,6 @@ def formed_at(rows: list[dict[str, Any]], names: list[str]) -> int | None:
     return None
 
 
-def _value(text: str) -> Any:
-    """A ``--set`` value as TOML reads it (``6``, ``true``), else the text (``20ms``)."""
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--protocol", default="totem", choices=registry.builtin_names())
@@ -53,9 +48,9 @@ def main() -> int:
     ap.add_argument("--losses", default="0.0,0.15,0.25")
     ap.add_argument("--seconds", type=float, default=6.0)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--set", type=_setting, action="append", default=[], metavar="KEY=VALUE")
     a = ap.parse_args()
-    settings = {k: _value(v) for k, v in (kv.split("=", 1) for kv in a.set)}
+    settings = dict(a.set)
     unit = detection_timeout(a.protocol)
     print(f"| nodes | loss | formed (T = {unit / 1e6:.0f} ms) | view rows | wall s |")
     print("|---|---|---|---|---|")

@@ -46,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -380,12 +381,14 @@ def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _setting(text: str) -> tuple[str, Any]:
+    """``--set KEY=VALUE``: the value as TOML reads it (``6``, ``true``), else the text
+    (``20ms``, which the protocol's settings parse as a duration)."""
     key, sep, value = text.partition("=")
     if not sep:
         raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
     try:
-        return key, int(value)
-    except ValueError:
+        return key, tomllib.loads(f"v = {value}")["v"]
+    except tomllib.TOMLDecodeError:
         return key, value
 
 

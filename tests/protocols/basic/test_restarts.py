@@ -12,7 +12,7 @@ from __future__ import annotations
 from tests.protocols.gms import checks
 
 from ringcast.core.effects import Deliver, Record, Send
-from ringcast.core.events import Received, Start
+from ringcast.core.events import Received, Start, Submit
 from ringcast.core.machine import MachineContext
 from ringcast.protocols.basic import BasicAck, BasicData, BasicMachine
 from ringcast.sim import Simulation
@@ -55,8 +55,6 @@ def test_the_sender_addresses_each_peer_by_the_boot_it_last_heard_of() -> None:
     c.handle(Received("A", BasicData("A:1", b"", "fifo", 2, 1, 0)), 1)  # A is in boot 2
     sent = [e.msg for e in c.handle(Received("A", BasicAck(c.epoch, 0, 5)), 2)]
     assert sent == []  # an ack names A's boot 5
-    from ringcast.core.events import Submit
-
     out = c.handle(Submit("C:1", b"y", "fifo"), 3)
     data = [e.msg for e in out if type(e) is Send]
     assert data and data[0].dst_epoch == 5

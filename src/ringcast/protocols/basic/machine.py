@@ -95,6 +95,12 @@ class BasicMachine:
         members = tuple(sorted(self.members))
         return InstallView(View("+".join(members), members))
 
+    def _peer(self, node: NodeId) -> _Peer:
+        peer = self.peers.get(node)
+        if peer is None:
+            peer = self.peers[node] = _Peer()
+        return peer
+
     def in_flight(self, peer: NodeId) -> int:
         """Messages sent to ``peer`` (this boot) that it has not acknowledged yet."""
         p = self.peers.get(peer)
@@ -141,9 +147,7 @@ class BasicMachine:
         for m in sorted(self.members):
             if m == self.node_id:
                 continue
-            peer = self.peers.get(m)
-            if peer is None:
-                peer = self.peers[m] = _Peer()
+            peer = self._peer(m)
             peer.sent += 1
             data = BasicData(
                 event.msg_id, event.payload, event.order, self.epoch, peer.sent, peer.epoch
@@ -182,9 +186,7 @@ class BasicMachine:
     # -- receiving side
 
     def _on_data(self, src: NodeId, msg: BasicData) -> list[Effect]:
-        peer = self.peers.get(src)
-        if peer is None:
-            peer = self.peers[src] = _Peer()
+        peer = self._peer(src)
         peer.epoch = max(peer.epoch, msg.epoch)  # what this node's messages to src carry
         out: list[Effect]
         if 0 < msg.dst_epoch < self.epoch:

@@ -78,16 +78,14 @@ class TotemMachine:
         # ring gets at least token_per_member per configured node (docs/protocols/
         # totem.md, "A token timeout that grows with the ring"; corosync's
         # token_coefficient does the same).
-        nodes = len(set(ctx.peers) | {ctx.node_id})
-        self.token_timeout: int = max(s["token_timeout"], s["token_per_member"] * nodes)
+        rotation = s["token_per_member"] * len(set(ctx.peers) | {ctx.node_id})
+        self.token_timeout: int = max(s["token_timeout"], rotation)
         self.token_retransmit_timeout: int = s["token_retransmit_timeout"]
         self.token_hold: int = s["token_hold"]
         self.join_timeout: int = s["join_timeout"]
-        # ... and the consensus timeout keeps corosync's rule against it (1.2 x the token
-        # timeout in force), so a large ring's Gather is not cut short either.
-        self.consensus_timeout: int = max(
-            s["consensus_timeout"], 6 * s["token_per_member"] * nodes // 5
-        )
+        # ... and the consensus timeout keeps corosync's rule against that floor (1.2 x),
+        # so a large ring's Gather is not cut short either.
+        self.consensus_timeout: int = max(s["consensus_timeout"], 6 * rotation // 5)
         self.join_silence_const: int = s["join_silence_const"]
         self.silence_watch: set[str] = set()  # last-ring members the silence timer judges
         self.fail_unanswered: bool = s["fail_unanswered"]
