@@ -8,6 +8,9 @@ nodes by their 911. The token carries a totally ordered reliable multicast and t
 group's mutual-exclusion lock. See docs/protocols/raincore.md.
 """
 
+import math
+from typing import Any
+
 from ringcast.core.machine import Machine, MachineContext
 from ringcast.core.units import MS
 from ringcast.layers import ReliableUnicast, Stack
@@ -34,13 +37,28 @@ SETTINGS = {
         "(must exceed a rotation plus rto * max_tries)",
         minimum=1,
     ),
+    "hungry_per_member": Setting(
+        "duration",
+        15 * MS,
+        "the hungry timeout in force is at least this per configured node (a rotation "
+        "crosses every member; 0: hungry_timeout alone; decision 33)",
+        minimum=0,
+    ),
     "starving_timeout": Setting("duration", 100 * MS, "period of a starving node's 911", minimum=1),
     "rto": Setting("duration", 10 * MS, "transport manager retransmission timeout", minimum=1),
     "max_tries": Setting(
         "int",
         6,
-        "transmissions before the transport reports failure-on-delivery (decision 32)",
+        "transmissions before the transport reports failure-on-delivery in a ring of "
+        "up to 8 configured nodes (decisions 32 and 33)",
         minimum=1,
+    ),
+    "tries_per_doubling": Setting(
+        "int",
+        1,
+        "transmissions a hop adds each time the configured ring doubles beyond 8 nodes "
+        "(16: +1, 32: +2, 64: +3; decision 33)",
+        minimum=0,
     ),
     "initial_token_seq": Setting(
         "int", 1, "sequence number of the first token (the figures use 11)", minimum=0
@@ -84,10 +102,33 @@ SETTINGS = {
 }
 
 
+SMALL_RING = 8
+"""A ring of up to this many configured nodes runs with ``max_tries`` as set."""
+
+
+def in_force(settings: dict[str, Any], nodes: int) -> dict[str, Any]:
+    """The settings a ring of ``nodes`` configured nodes runs with (decision 33).
+
+    A rotation crosses every member, so it takes longer, and drops a live member more
+    often, the larger the ring: the hungry timeout in force is at least
+    ``hungry_per_member`` a node, and a token hop tries ``tries_per_doubling`` more
+    times each time the ring doubles beyond :data:`SMALL_RING` nodes. Each try of a hop
+    fails when its send or its ack is lost, about half the time at 30 % loss, so one
+    more try a doubling keeps the chance that a rotation drops a live member where it
+    is in a ring of eight. Rings of up to eight (33 for the timeout) are unchanged.
+    """
+    s = dict(settings)
+    s["hungry_timeout"] = max(int(s["hungry_timeout"]), int(s["hungry_per_member"]) * nodes)
+    doublings = math.ceil(math.log2(nodes / SMALL_RING)) if nodes > SMALL_RING else 0
+    s["max_tries"] = int(s["max_tries"]) + int(s["tries_per_doubling"]) * doublings
+    return s
+
+
 def make_raincore(ctx: MachineContext) -> Machine:
     """The factory: a :class:`RaincoreMachine` on top of the reliable-unicast layer."""
     s = {k: v.default for k, v in SETTINGS.items()}
     s.update(ctx.settings)
+    s = in_force(s, len({*ctx.peers, *ctx.members, ctx.node_id}))
     machine = RaincoreMachine(ctx, RaincoreSettings.from_mapping(s))
     reliable = ReliableUnicast(
         ctx.node_id, rto=int(s["rto"]), max_tries=int(s["max_tries"]), storage=dict(ctx.storage)
@@ -141,6 +182,7 @@ __all__ = [
     "Token",
     "TokenState",
     "ViewState",
+    "in_force",
     "make_raincore",
     "mermaid",
 ]
