@@ -47,7 +47,10 @@ from ringcast.protocols.registry import ProtocolSpec, Setting, register
 
 
 def _suspicion_time(settings: Mapping[str, Any]) -> int:
-    """The failure-detection timeout: ``heartbeat_misses`` silent heartbeat periods."""
+    """The failure-detection timeout: ``heartbeat_misses`` silent heartbeat periods, that
+    of a group of up to 8. A larger group waits ``heartbeat_misses_per_doubling`` more
+    periods each time it doubles; the lab's unit stays this, as Totem's stays
+    ``token_timeout`` (this package's docstring, "Failure detection in a large group")."""
     return int(settings["heartbeat_interval"]) * int(settings["heartbeat_misses"])
 
 
@@ -58,6 +61,13 @@ SPEC = register(
         settings={
             "heartbeat_interval": Setting("duration", 50 * MS, "heartbeat period", minimum=1),
             "heartbeat_misses": Setting("int", 4, "missed heartbeats before suspicion", minimum=1),
+            "heartbeat_misses_per_doubling": Setting(
+                "int",
+                1,
+                "missed heartbeats added each time the configured group doubles beyond 8 "
+                "members (0: heartbeat_misses whatever the size)",
+                minimum=0,
+            ),
             "rto": Setting(
                 "duration", 20 * MS, "reliable unicast retransmission timeout", minimum=1
             ),
