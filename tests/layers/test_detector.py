@@ -8,6 +8,7 @@ from ringcast.core.effects import Effect, Record
 from ringcast.core.events import Event, Suspected, Unsuspected
 from ringcast.core.machine import MachineContext
 from ringcast.layers import HeartbeatDetector, Stack
+from ringcast.layers.detector import doublings
 from ringcast.protocols.registry import ProtocolSpec, Setting, register
 from ringcast.sim import Simulation, parse_scenario
 
@@ -28,7 +29,13 @@ class Watcher:
 
 def _make(ctx: MachineContext) -> Stack:
     s = ctx.settings
-    fd = HeartbeatDetector(ctx.node_id, ctx.members, interval=s["interval"], misses=s["misses"])
+    fd = HeartbeatDetector(
+        ctx.node_id,
+        ctx.members,
+        interval=s["interval"],
+        misses=s["misses"],
+        per_doubling=s["per_doubling"],
+    )
     return Stack(Watcher(ctx), detector=fd)
 
 
@@ -36,7 +43,11 @@ register(
     ProtocolSpec(
         "test_fd_watcher",
         _make,
-        settings={"interval": Setting("duration", 10 * MS), "misses": Setting("int", 3)},
+        settings={
+            "interval": Setting("duration", 10 * MS),
+            "misses": Setting("int", 3),
+            "per_doubling": Setting("int", 0),
+        },
     )
 )
 
@@ -96,3 +107,58 @@ def test_a_new_node_is_announced() -> None:
         "B",
         "C",
     }
+
+
+# -- groups larger than eight (docs/protocols/gms.md, "Failure detection that scales with
+# the group")
+
+
+def test_doublings_beyond_eight() -> None:
+    sizes = {1: 0, 3: 0, 8: 0, 9: 1, 16: 1, 17: 2, 24: 2, 32: 2, 33: 3, 64: 3, 65: 4, 100: 4}
+    assert {n: doublings(n) for n in sizes} == sizes
+
+
+def test_misses_in_force_grow_by_per_doubling_beyond_eight_members() -> None:
+    def misses(n: int, per_doubling: int) -> int:
+        names = tuple(f"N{k}" for k in range(n))
+        fd = HeartbeatDetector(names[0], names, interval=MS, misses=4, per_doubling=per_doubling)
+        return fd.misses
+
+    assert [misses(n, 1) for n in (2, 8, 9, 16, 17, 32, 33, 64)] == [4, 4, 5, 5, 6, 6, 7, 7]
+    assert [misses(n, 2) for n in (8, 16, 32)] == [4, 6, 8]
+    assert [misses(n, 0) for n in (8, 32, 64)] == [4, 4, 4]
+
+
+def _group(n: int, loss: float, per_doubling: int, nemesis: list[dict[str, Any]]) -> Any:
+    doc = {
+        "protocol": "test_fd_watcher",
+        "nodes": [f"N{k:02}" for k in range(n)],
+        "duration": "5s",
+        "settings": {"interval": "50ms", "misses": 4, "per_doubling": per_doubling},
+        "network": {"latency": {"dist": "uniform", "low": "0.3ms", "high": "1.5ms"}, "loss": loss},
+        "nemesis": nemesis,
+    }
+    return Simulation(parse_scenario(doc), 1).run()
+
+
+def test_a_group_of_32_suspects_live_peers_about_as_often_as_one_of_8() -> None:
+    """25 % loss, no fault: every suspicion is false. 8 members watch 56 links, 32 watch
+    992; with one more miss per doubling (6 at 32), 32 members suspect about as often as
+    8 with 4 misses, where 4 misses at 32 suspect 18 times as often."""
+    eight = len(_group(8, 0.25, 1, []).events("suspect"))
+    now = len(_group(32, 0.25, 1, []).events("suspect"))
+    before = len(_group(32, 0.25, 0, []).events("suspect"))
+    assert eight > 0 and now <= 2 * eight
+    assert before >= 10 * max(now, eight)
+
+
+def test_a_crash_in_a_group_of_32_is_suspected_within_seven_intervals() -> None:
+    """The bound: (misses in force + 1) intervals after the crash, here (4 + 2 + 1) x 50
+    ms. The crashed member's last heartbeat left 27 ms before the crash; every other
+    member suspects it at its first tick 300 ms (6 intervals) after hearing it."""
+    res = _group(32, 0.0, 1, [{"at": "1027ms", "action": "crash", "node": "N31"}])
+    rows = res.events("suspect")
+    assert {e["detail"]["peer"] for e in rows} == {"N31"}
+    assert {e["node"] for e in rows} == {f"N{k:02}" for k in range(31)}
+    for e in rows:
+        assert 1027 * MS + 6 * 50 * MS - 27 * MS < e["t"] <= 1027 * MS + 7 * 50 * MS

@@ -4,6 +4,17 @@ Every ``interval`` nanoseconds the node multicasts a heartbeat. A peer not heard
 for ``misses`` intervals is suspected (:class:`~ringcast.core.events.Suspected`); a
 later heartbeat from it unsuspects it (:class:`~ringcast.core.events.Unsuspected`).
 Any message from a peer counts as a sign of life (``heard``), not only heartbeats.
+
+Every node watches every other one, so a group of n watches n x (n - 1) links, and under
+independent loss p each of them falsely suspects its peer at a rate of about p^misses
+per interval: the group's false suspicions grow with the square of its size. With
+``per_doubling`` (GMS's and basic's ``heartbeat_misses_per_doubling``), ``misses`` is
+what a group of up to :data:`SIZED_FOR` uses, and a larger one needs ``per_doubling``
+more missed heartbeats each time it doubles (:func:`doublings`): doubling the group
+multiplies its links by about 4, and one more miss divides the rate by 1/p, 4 at 25 %
+loss, so the group's rate stays about where it is at 8 members, while a crash is
+detected one interval later per doubling (docs/protocols/gms.md, "Failure detection
+that scales with the group").
 """
 
 from __future__ import annotations
@@ -19,6 +30,19 @@ from ringcast.core.ids import NodeId
 TIMER_PREFIX = "fd:"
 TIMER = TIMER_PREFIX + "tick"
 
+SIZED_FOR = 8
+"""The largest group whose detectors keep the configured number of misses: every bundled
+scenario, test and hostile seed of 3 to 8 members runs as before."""
+
+
+def doublings(nodes: int) -> int:
+    """How many times a group of ``nodes`` doubles :data:`SIZED_FOR`, rounded up:
+    ceil(log2(nodes / 8)); 0 up to 8 members, 1 at 9-16, 2 at 17-32, 3 at 33-64."""
+    k, size = 0, SIZED_FOR
+    while size < nodes:
+        k, size = k + 1, 2 * size
+    return k
+
 
 @wire(0x0003)
 @dataclass(frozen=True, slots=True)
@@ -27,7 +51,10 @@ class Heartbeat:
 
 
 class HeartbeatDetector:
-    """Suspects peers that stay silent for ``misses`` heartbeat intervals.
+    """Suspects peers that stay silent for ``misses`` heartbeat intervals, plus
+    ``per_doubling`` for each doubling of the group beyond :data:`SIZED_FOR` (the group:
+    ``peers`` and this node, every node configured; ``self.misses`` is the number in
+    force).
 
     A :class:`~ringcast.layers.base.Layer`: every datagram climbing through it is a sign
     of life from its sender (heartbeats stop here); it sends heartbeats on every network.
@@ -37,14 +64,24 @@ class HeartbeatDetector:
     down_types: ClassVar[frozenset[type]] = frozenset()
     up_types: ClassVar[frozenset[type]] = frozenset({Received})
 
-    def __init__(self, node_id: NodeId, peers: tuple[NodeId, ...], *, interval: int, misses: int):
+    def __init__(
+        self,
+        node_id: NodeId,
+        peers: tuple[NodeId, ...],
+        *,
+        interval: int,
+        misses: int,
+        per_doubling: int = 0,
+    ):
         if interval <= 0:
             raise ValueError("heartbeat interval must be positive")
         if misses < 1:
             raise ValueError("misses must be at least 1")
+        if per_doubling < 0:
+            raise ValueError("per_doubling must not be negative")
         self.node_id = node_id
         self.interval = interval
-        self.misses = misses
+        self.misses = misses + per_doubling * doublings(len(set(peers) | {node_id}))
         self.last_heard: dict[NodeId, int] = {}
         self.suspected: set[NodeId] = set()
         self._peers = tuple(p for p in peers if p != node_id)

@@ -26,13 +26,20 @@ def make_gms(ctx: MachineContext) -> Machine:
     return Stack(
         GmsMachine(ctx, s),
         detector=HeartbeatDetector(
-            ctx.node_id, ctx.peers, interval=s["heartbeat_interval"], misses=s["heartbeat_misses"]
+            ctx.node_id,
+            ctx.peers,
+            interval=s["heartbeat_interval"],
+            misses=s["heartbeat_misses"],
+            per_doubling=s["heartbeat_misses_per_doubling"],
         ),
     )
 
 
 def _suspicion_time(settings: Mapping[str, Any]) -> int:
-    """The failure-detection timeout: ``heartbeat_misses`` silent heartbeat periods."""
+    """The failure-detection timeout: ``heartbeat_misses`` silent heartbeat periods, that
+    of a group of up to 8. A larger group waits ``heartbeat_misses_per_doubling`` more
+    periods each time it doubles; the lab's unit stays this, as Totem's stays
+    ``token_timeout`` (docs/protocols/gms.md, "Failure detection that scales with the group")."""
     return int(settings["heartbeat_interval"]) * int(settings["heartbeat_misses"])
 
 
@@ -46,6 +53,13 @@ SPEC = register(
             ),
             "heartbeat_interval": Setting("duration", 50 * MS, "heartbeat period", minimum=1),
             "heartbeat_misses": Setting("int", 4, "missed heartbeats before suspicion", minimum=1),
+            "heartbeat_misses_per_doubling": Setting(
+                "int",
+                1,
+                "missed heartbeats added each time the configured group doubles beyond 8 "
+                "members (0: heartbeat_misses whatever the size)",
+                minimum=0,
+            ),
             "suspect_interval": Setting(
                 "duration", 100 * MS, "SUSPECT re-multicast period (FD)", minimum=1
             ),

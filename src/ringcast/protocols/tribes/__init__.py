@@ -38,6 +38,13 @@ SETTINGS = {
         "a member not heard for this long disappears (McastService dropTime)",
         minimum=1,
     ),
+    "drop_beacons_per_doubling": Setting(
+        "int",
+        1,
+        "member_drop_time grows by this many heartbeat_intervals each time the configured "
+        "group doubles beyond 8 members (0: member_drop_time whatever the size)",
+        minimum=0,
+    ),
     "start_wait": Setting(
         "duration",
         120 * MS,
@@ -67,7 +74,8 @@ def make_tribes(ctx: MachineContext) -> Machine:
     """The factory: a :class:`TribesMachine` on the reliable-unicast layer."""
     s = {k: v.default for k, v in SETTINGS.items()}
     s.update(ctx.settings)
-    machine = TribesMachine(ctx, TribesSettings.from_mapping(s))
+    nodes = len(set(ctx.peers) | {ctx.node_id})
+    machine = TribesMachine(ctx, TribesSettings.from_mapping(s, nodes=nodes))
     reliable = ReliableUnicast(
         ctx.node_id, rto=int(s["rto"]), max_tries=int(s["max_tries"]), storage=dict(ctx.storage)
     )

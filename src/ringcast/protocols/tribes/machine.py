@@ -48,6 +48,7 @@ from ringcast.core.events import (
 )
 from ringcast.core.ids import NodeId, View
 from ringcast.core.machine import MachineContext
+from ringcast.layers.detector import doublings
 from ringcast.protocols.tribes import _order
 from ringcast.protocols.tribes._membership import Membership
 from ringcast.protocols.tribes._messages import (
@@ -85,13 +86,18 @@ def _view_number(view_id: str) -> tuple[NodeId, int] | None:
 class TribesSettings:
     heartbeat_interval: int
     member_drop_time: int
+    """The drop time in force: the setting, plus ``drop_beacons_per_doubling`` beacon
+    periods for each doubling of the group beyond 8 members (docs/protocols/tribes.md,
+    decision 19)."""
     start_wait: int
     waitForCoordMsgTimeout: int
     hop_time: int
     priorities: dict[NodeId, int]
 
     @classmethod
-    def from_mapping(cls, s: dict[str, Any]) -> TribesSettings:
+    def from_mapping(cls, s: dict[str, Any], *, nodes: int = 0) -> TribesSettings:
+        """The settings of a node in a group of ``nodes`` configured nodes (0: the
+        drop time as set, whatever the size)."""
         drop = int(s["member_drop_time"])
         interval = int(s["heartbeat_interval"])
         if drop <= interval:
@@ -99,9 +105,10 @@ class TribesSettings:
                 f"settings.member_drop_time ({drop}ns) must exceed "
                 f"settings.heartbeat_interval ({interval}ns)"
             )
+        per_doubling = int(s.get("drop_beacons_per_doubling", 0))
         return cls(
             heartbeat_interval=interval,
-            member_drop_time=drop,
+            member_drop_time=drop + per_doubling * interval * doublings(nodes),
             start_wait=int(s["start_wait"]),
             waitForCoordMsgTimeout=int(s["wait_for_coord_msg_timeout"]),
             hop_time=int(s["rto"]),
