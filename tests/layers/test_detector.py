@@ -7,8 +7,8 @@ from typing import Any
 from ringcast.core.effects import Effect, Record
 from ringcast.core.events import Event, Suspected, Unsuspected
 from ringcast.core.machine import MachineContext
+from ringcast.core.scale import doublings
 from ringcast.layers import HeartbeatDetector, Stack
-from ringcast.layers.detector import doublings
 from ringcast.protocols.registry import ProtocolSpec, Setting, register
 from ringcast.sim import Simulation, parse_scenario
 

@@ -26,22 +26,10 @@ from ringcast.core.codec import wire
 from ringcast.core.effects import EVERY_NETWORK, Effect, Multicast, SetTimer
 from ringcast.core.events import Event, Received, Suspected, Unsuspected
 from ringcast.core.ids import NodeId
+from ringcast.core.scale import doublings
 
 TIMER_PREFIX = "fd:"
 TIMER = TIMER_PREFIX + "tick"
-
-SIZED_FOR = 8
-"""The largest group whose detectors keep the configured number of misses: every bundled
-scenario, test and hostile seed of 3 to 8 members runs as before."""
-
-
-def doublings(nodes: int) -> int:
-    """How many times a group of ``nodes`` doubles :data:`SIZED_FOR`, rounded up:
-    ceil(log2(nodes / 8)); 0 up to 8 members, 1 at 9-16, 2 at 17-32, 3 at 33-64."""
-    k, size = 0, SIZED_FOR
-    while size < nodes:
-        k, size = k + 1, 2 * size
-    return k
 
 
 @wire(0x0003)

@@ -8,10 +8,10 @@ nodes by their 911. The token carries a totally ordered reliable multicast and t
 group's mutual-exclusion lock. See docs/protocols/raincore.md.
 """
 
-import math
 from typing import Any
 
 from ringcast.core.machine import Machine, MachineContext
+from ringcast.core.scale import doublings
 from ringcast.core.units import MS
 from ringcast.layers import ReliableUnicast, Stack
 from ringcast.protocols.raincore._messages import MESSAGE_TYPES, Msg911, Status, Token
@@ -102,25 +102,21 @@ SETTINGS = {
 }
 
 
-SMALL_RING = 8
-"""A ring of up to this many configured nodes runs with ``max_tries`` as set."""
-
-
 def in_force(settings: dict[str, Any], nodes: int) -> dict[str, Any]:
     """The settings a ring of ``nodes`` configured nodes runs with (decision 33).
 
     A rotation crosses every member, so it takes longer, and drops a live member more
     often, the larger the ring: the hungry timeout in force is at least
     ``hungry_per_member`` a node, and a token hop tries ``tries_per_doubling`` more
-    times each time the ring doubles beyond :data:`SMALL_RING` nodes. Each try of a hop
-    fails when its send or its ack is lost, about half the time at 30 % loss, so one
-    more try a doubling keeps the chance that a rotation drops a live member where it
-    is in a ring of eight. Rings of up to eight (33 for the timeout) are unchanged.
+    times each time the ring doubles beyond eight nodes
+    (:func:`~ringcast.core.scale.doublings`). Each try of a hop fails when its send or
+    its ack is lost, about half the time at 30 % loss, so one more try a doubling keeps
+    the chance that a rotation drops a live member where it is in a ring of eight.
+    Rings of up to eight (33 for the timeout) are unchanged.
     """
     s = dict(settings)
     s["hungry_timeout"] = max(int(s["hungry_timeout"]), int(s["hungry_per_member"]) * nodes)
-    doublings = math.ceil(math.log2(nodes / SMALL_RING)) if nodes > SMALL_RING else 0
-    s["max_tries"] = int(s["max_tries"]) + int(s["tries_per_doubling"]) * doublings
+    s["max_tries"] = int(s["max_tries"]) + int(s["tries_per_doubling"]) * doublings(nodes)
     return s
 
 

@@ -48,7 +48,7 @@ from ringcast.core.events import (
 )
 from ringcast.core.ids import NodeId, View
 from ringcast.core.machine import MachineContext
-from ringcast.layers.detector import doublings
+from ringcast.core.scale import doublings
 from ringcast.protocols.tribes import _order
 from ringcast.protocols.tribes._membership import Membership
 from ringcast.protocols.tribes._messages import (
