@@ -15,14 +15,34 @@ Each data frame carries ``base``, the sender's oldest unacknowledged sequence nu
 so a receiver with no state for the sender (it restarted, or never heard of it)
 starts there instead of waiting forever for messages that were acknowledged already.
 
+A receiver that restarts within its sender's retry window is a new process, not the
+one the sender's queued frames were meant for, and the seed's Transport Manager knows
+no incarnations of its receivers (docs/protocols/raincore.md, decision 34). Each data
+frame therefore names the incarnation of its destination the sender had last heard of
+when it first sent it (``dst_incarnation``; 0: none yet), and each ack the acker's own
+(``acker_incarnation``); a node also hears a peer's incarnation in that peer's data
+frames, and keeps the highest. A receiver does not hand up a frame named for an
+earlier incarnation of itself: that one may have delivered it already (its ack lost,
+or not yet sent, when it crashed). It records a ``drop``, takes the frame's place in
+the sequence as if delivered and acknowledges it, so the link goes on. The sender,
+told by the ack that a later incarnation took those frames, reports each of them with
+``SendFailed``: delivered to the process it was meant for or not, it never will be now.
+A frame sent before the sender heard of the receiver at all (0) is handed up, as before.
+
 What the seed leaves open, decided here against frames no honest sender produces (a
 member's corrupted or hostile frame that passed authentication; docs/protocols/raincore.md,
 "The Transport Manager against frames it should never see"):
 
 - a frame with ``base`` above its ``seq``, a negative number or an incarnation below 1
-  is refused and recorded as a drop;
+  (``dst_incarnation``: below 0) is refused and recorded as a drop, and so is an ack
+  whose ``acker_incarnation`` is below 1;
 - an ack for a sequence number this node never sent is ignored: it would take messages
   off the queue that the peer never received;
+- a ``dst_incarnation`` above the receiver's own is handed up: no honest sender names
+  one, but a receiver that lost its stable storage counts its incarnations from 1
+  again, and a peer's incarnation corrupted upwards stays the highest heard. Either
+  costs that link the protection against replays to a restarted receiver, never its
+  traffic;
 - a receiver forgets its state for a sender that brought nothing new (no sequence
   number not seen before) for ``forget_after``, at least a second and four times the
   sender's whole retry budget (``max_tries`` x ``rto``). An honest sender has then
@@ -58,27 +78,40 @@ receiver reading old retransmissions) for that to be taken as the truth."""
 @wire(0x0001)
 @dataclass(frozen=True, slots=True)
 class RtData:
-    """A reliable-unicast data frame carrying one message of the layer above."""
+    """A reliable-unicast data frame carrying one message of the layer above.
+
+    ``incarnation`` is the sender's; ``dst_incarnation`` the destination's, as the
+    sender had last heard of it when it first sent the frame (0: not heard of yet).
+    """
 
     incarnation: int
     seq: int
     base: int
     payload: object
+    dst_incarnation: int = 0
 
 
 @wire(0x0002)
 @dataclass(frozen=True, slots=True)
 class RtAck:
-    """Cumulative ack: every frame of ``incarnation`` below ``next_seq`` has been received."""
+    """Cumulative ack: every frame of ``incarnation`` below ``next_seq`` has been received
+    (delivered, or refused as meant for an earlier incarnation of the acker), by the
+    acker's incarnation ``acker_incarnation``."""
 
     incarnation: int
     next_seq: int
+    acker_incarnation: int
+
+
+_REFUSED = object()
+"""In a receiver's ``pending``: a frame refused (an earlier incarnation of this node's)."""
 
 
 @dataclass
 class _Outbound:
     next_seq: int = 0
-    unacked: dict[int, Any] = field(default_factory=dict)  # seq -> payload, in seq order
+    unacked: dict[int, tuple[Any, int]] = field(default_factory=dict)
+    """seq -> (payload, dst_incarnation it was sent with), in seq order."""
     tries: int = 0  # transmissions of the oldest unacked frame without progress
     network: int | None = None
 
@@ -116,6 +149,8 @@ class ReliableUnicast:
         self._in: dict[NodeId, _Inbound] = {}
         self._forgotten: dict[NodeId, tuple[int, int]] = {}
         """The (incarnation, expected) of each sender's last forgotten state."""
+        self.peer_incarnation: dict[NodeId, int] = {}
+        """The highest incarnation of each peer heard of (its data frames and acks)."""
         self.retransmissions = 0
 
     # -- the Layer interface
@@ -129,7 +164,7 @@ class ReliableUnicast:
             if type(msg) is RtData:
                 return self.on_data(event.src, msg, event.network, now)
             if type(msg) is RtAck:
-                return [], self.on_ack(event.src, msg)
+                return self.on_ack(event.src, msg)
         return [event], []
 
     def down(self, effect: Effect, now: int) -> tuple[list[Event], list[Effect]]:
@@ -150,9 +185,10 @@ class ReliableUnicast:
         seq = ob.next_seq
         ob.next_seq += 1
         was_idle = not ob.unacked
-        ob.unacked[seq] = payload
+        dst_inc = self.peer_incarnation.get(dst, 0)
+        ob.unacked[seq] = (payload, dst_inc)
         effects: list[Effect] = [
-            Send(dst, RtData(self.incarnation, seq, self._base(ob), payload), network)
+            Send(dst, RtData(self.incarnation, seq, self._base(ob), payload, dst_inc), network)
         ]
         if was_idle:
             ob.tries = 1
@@ -169,7 +205,7 @@ class ReliableUnicast:
         if ob is None or not ob.unacked:
             return [], []
         if ob.tries >= self.max_tries:
-            failed = list(ob.unacked.values())
+            failed = [p for p, _ in ob.unacked.values()]
             ob.unacked.clear()
             ob.tries = 0
             up: list[Event] = [SendFailed(dst, p) for p in failed]
@@ -177,8 +213,11 @@ class ReliableUnicast:
         ob.tries += 1
         base = self._base(ob)
         effects: list[Effect] = []
-        for seq, payload in ob.unacked.items():
-            effects.append(Send(dst, RtData(self.incarnation, seq, base, payload), ob.network))
+        for seq, (payload, dst_inc) in ob.unacked.items():
+            # The destination's incarnation the frame was first sent to, not the one
+            # heard of since: a later one must not take what was meant for an earlier.
+            frame = RtData(self.incarnation, seq, base, payload, dst_inc)
+            effects.append(Send(dst, frame, ob.network))
             self.retransmissions += 1
         effects.append(SetTimer(name, self.rto))
         return [], effects
@@ -188,9 +227,15 @@ class ReliableUnicast:
     def on_data(
         self, src: NodeId, frame: RtData, network: int, now: int = 0
     ) -> tuple[list[Event], list[Effect]]:
-        if frame.incarnation < 1 or frame.seq < 0 or not 0 <= frame.base <= frame.seq:
+        if (
+            frame.incarnation < 1
+            or frame.seq < 0
+            or not 0 <= frame.base <= frame.seq
+            or frame.dst_incarnation < 0
+        ):
             # No sender numbers its frames so: the frame was corrupted or forged.
             return [], [Record.of("drop", reason="implausible_rtdata", src=src)]
+        self._heard_of(src, frame.incarnation)
         ib = self._in.get(src)
         if ib is not None and now - ib.heard >= self.forget_after:
             # Nothing new from src for forget_after: start afresh (module doc), but not
@@ -215,28 +260,64 @@ class ReliableUnicast:
             ib.expected = frame.base
             ib.pending = {s: p for s, p in ib.pending.items() if s >= frame.base}
         up: list[Event] = []
+        effects: list[Effect] = []
         if frame.seq >= ib.expected and frame.seq not in ib.pending:
             ib.heard = now
-            ib.pending[frame.seq] = frame.payload
+            if 0 < frame.dst_incarnation < self.incarnation:
+                # Meant for an earlier incarnation of this node, which may have delivered
+                # it (module doc): its place in the sequence is taken, nothing handed up.
+                ib.pending[frame.seq] = _REFUSED
+                effects.append(
+                    Record.of(
+                        "drop",
+                        reason="for_an_earlier_incarnation",
+                        src=src,
+                        seq=frame.seq,
+                        dst_incarnation=frame.dst_incarnation,
+                    )
+                )
+            else:
+                ib.pending[frame.seq] = frame.payload
             while ib.expected in ib.pending:
-                up.append(Received(src, ib.pending.pop(ib.expected), network))
+                payload = ib.pending.pop(ib.expected)
+                if payload is not _REFUSED:
+                    up.append(Received(src, payload, network))
                 ib.expected += 1
-        return up, [Send(src, RtAck(ib.incarnation, ib.expected), network)]
+        effects.append(Send(src, RtAck(ib.incarnation, ib.expected, self.incarnation), network))
+        return up, effects
 
-    def on_ack(self, src: NodeId, ack: RtAck) -> list[Effect]:
+    def on_ack(self, src: NodeId, ack: RtAck) -> tuple[list[Event], list[Effect]]:
+        if ack.acker_incarnation < 1:
+            return [], [Record.of("drop", reason="implausible_rtack", src=src)]
         ob = self._out.get(src)
         if ob is None or ack.incarnation != self.incarnation or ack.next_seq > ob.next_seq:
-            return []  # not for this incarnation, or acking what was never sent
-        progressed = False
-        for seq in [s for s in ob.unacked if s < ack.next_seq]:
-            del ob.unacked[seq]
-            progressed = True
-        if not progressed:
-            return []
+            return [], []  # not for this incarnation, or acking what was never sent
+        self._heard_of(src, ack.acker_incarnation)
+        acked = [s for s in ob.unacked if s < ack.next_seq]
+        if not acked:
+            return [], []
+        up: list[Event] = []
+        for seq in acked:
+            payload, dst_inc = ob.unacked.pop(seq)
+            if 0 < dst_inc < ack.acker_incarnation:
+                # Taken by a later incarnation than the one it was meant for, which
+                # refused it: not delivered there (module doc).
+                up.append(SendFailed(src, payload))
+        effects: list[Effect] = []
+        if up:
+            effects.append(
+                Record.of("send_failed", dst=src, messages=len(up), reason="receiver_restarted")
+            )
         if not ob.unacked:
-            return [CancelTimer(TIMER_PREFIX + src)]
-        ob.tries = 1
-        return [SetTimer(TIMER_PREFIX + src, self.rto)]
+            effects.append(CancelTimer(TIMER_PREFIX + src))
+        else:
+            ob.tries = 1
+            effects.append(SetTimer(TIMER_PREFIX + src, self.rto))
+        return up, effects
+
+    def _heard_of(self, peer: NodeId, incarnation: int) -> None:
+        if incarnation > self.peer_incarnation.get(peer, 0):
+            self.peer_incarnation[peer] = incarnation
 
     def forget(self, dst: NodeId) -> None:
         """Drop everything queued to ``dst`` without reporting it (the upper layer gave up)."""

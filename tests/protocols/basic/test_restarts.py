@@ -9,9 +9,12 @@ delivered C:54 again from C's retransmission).
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
 from tests.protocols.gms import checks
 
-from ringcast.core.effects import Deliver, Record, Send
+from ringcast.core.effects import Deliver, Effect, Record, Send
 from ringcast.core.events import Received, Start, Submit
 from ringcast.core.machine import MachineContext
 from ringcast.protocols.basic import BasicAck, BasicData, BasicMachine
@@ -67,3 +70,26 @@ def test_hostile_seed_168_delivers_nothing_twice() -> None:
     assert any(
         r["kind"] == "drop" and r["detail"].get("reason") == "for an earlier boot" for r in rows
     )
+
+
+def test_hostile_seed_168_without_basics_own_guard(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same run with basic's own guard off (no message names its destination's
+    boot): the reliable layer now refuses what was meant for A's and C's earlier boots
+    (docs/protocols/raincore.md, decision 34), so nothing is delivered twice. Before
+    that decision this is the run that found the defect: A delivered C:54 twice."""
+    submit = BasicMachine._submit
+
+    def blind(self: BasicMachine, event: Submit) -> list[Effect]:
+        return [
+            dataclasses.replace(e, msg=dataclasses.replace(e.msg, dst_epoch=0))
+            if type(e) is Send and type(e.msg) is BasicData
+            else e
+            for e in submit(self, event)
+        ]
+
+    monkeypatch.setattr(BasicMachine, "_submit", blind)
+    run = hostile_scenario(168, "basic", token_timeout=detection_timeout("basic"))
+    rows = Simulation(run.scenario, 168).run().events()
+    assert checks.integrity(rows) == []
+    reasons = {r["detail"].get("reason") for r in rows if r["kind"] == "drop"}
+    assert "for_an_earlier_incarnation" in reasons and "for an earlier boot" not in reasons

@@ -103,10 +103,11 @@ EXPECTED_DROPS = (
     "stale COORD_CONF",
     "does not list",
     "to an earlier incarnation",
+    "for_an_earlier_incarnation",
 )
 """Drops a fault can cause legitimately: a late copy of a restarted or concluded
 election's token, a late view, a view of this node's previous incarnation, an
-application message sent to it."""
+application message sent to it, any frame the reliable layer was given for it."""
 
 
 def protocol_rows(rows: list[Row]) -> list[str]:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import pytest
+
+from ringcast.core.effects import Effect, Send
+from ringcast.core.events import Submit
+from ringcast.protocols.tribes import AppData, TribesMachine
 
 from . import checks
 from .harness import run
@@ -31,4 +36,36 @@ def test_a_restarted_receiver_does_not_deliver_again(seed: int) -> None:
     # B delivered A's messages before its crash, and again after its restart
     b = sorted(r["t"] for r in rows if r["kind"] == "deliver" and r["node"] == "B")
     assert b[0] < 330_000_000 < 345_000_000 < b[-1]
+    assert checks.check_all(rows) == []
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_reliable_layer_alone_keeps_a_restarted_receiver_from_delivering_again(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same run with Tribes' own guard off (every ``AppData`` names no incarnation
+    of its receiver): the reliable layer refuses, at B's second boot, the frames meant
+    for its first (docs/protocols/raincore.md, decision 34), and A's transport reports
+    them failed. Before that decision B delivered A's retransmissions a second time."""
+    submit = TribesMachine._submit
+
+    def blind(self: TribesMachine, event: Submit) -> list[Effect]:
+        return [
+            dataclasses.replace(e, msg=dataclasses.replace(e.msg, to_incarnation=0))
+            if isinstance(e, Send) and isinstance(e.msg, AppData)
+            else e
+            for e in submit(self, event)
+        ]
+
+    monkeypatch.setattr(TribesMachine, "_submit", blind)
+    rows = run("regress_restart_redelivers", seed=seed).events()
+    delivered = Counter((r["node"], r["msg"]) for r in rows if r["kind"] == "deliver")
+    assert [k for k, n in delivered.items() if n > 1] == []
+    reasons = Counter(r["detail"].get("reason") for r in rows if r["kind"] == "drop")
+    assert reasons["for_an_earlier_incarnation"] > 0
+    assert reasons["application message to an earlier incarnation"] == 0
+    assert any(
+        r["kind"] == "send_failed" and r["detail"].get("reason") == "receiver_restarted"
+        for r in rows
+    )
     assert checks.check_all(rows) == []

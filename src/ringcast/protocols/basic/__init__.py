@@ -32,7 +32,12 @@ destination's own messages and from the ``receiver_epoch`` of its acks; 0 before
 and a node does not deliver a message named for an earlier boot of itself: that was sent
 to a process that crashed. It still acknowledges it, so the sender's window drains. A
 message sent before the sender heard of the new boot is not delivered there either;
-basic promises nothing to a process about what was sent before it started.
+basic promises nothing to a process about what was sent before it started. Since
+Raincore's decision 34 the reliable layer refuses frames meant for an earlier
+incarnation of their receiver itself and reports them with ``SendFailed`` (which
+settles the in-flight count); ``dst_epoch`` is kept, and still drops what the layer
+lets through: messages sent after the sender's layer heard of the new boot (from its
+acks) but before basic did.
 
 The failure-detection timeout the lab's hostile generator scales its faults by is
 ``heartbeat_interval`` x ``heartbeat_misses`` (200 ms by default), as GMS's.

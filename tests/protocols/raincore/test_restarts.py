@@ -1,0 +1,95 @@
+"""Raincore across a restart within the Transport Manager's retry window
+(docs/protocols/raincore.md, decision 34).
+
+B's acknowledgements to A are cut at 500 ms; B takes the token A sent it at 499.9 ms,
+delivers what it carries, persists, and crashes at 501.5 ms while eating; it restarts
+10 ms later (Starving, with its stable storage) and the cut heals 5 ms after that. A's
+Transport Manager is still retransmitting the token to B's first boot.
+
+Raincore itself never delivered twice here: its duplicate filter is persisted with each
+delivery, and the token the first boot had taken is dropped by the second as a
+sequence-number mis-match. But the token was then lost: the ring stood still until a
+hungry timeout and a 911 regenerated it (A's first delivery after the crash at
+677.9 ms). Now the Transport Manager refuses, at B's second boot, the token meant for
+its first, A is told of a failure-on-delivery at once and passes the token to C
+without B (seed 000's "failure-on-delivery": the next node is dropped), and B rejoins
+by its 911.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ringcast.sim import Simulation, parse_scenario
+
+from . import checks
+from .hostile import safety
+
+MS = 1_000_000
+RESTART = 511_500_000
+HUNGRY = 150 * MS
+
+
+def _rows() -> list[dict[str, Any]]:
+    doc = {
+        "name": "raincore_restart_in_the_retry_window",
+        "protocol": "raincore",
+        "nodes": ["A", "B", "C"],
+        "duration": "2s",
+        "settings": {
+            "eating_timeout": "5ms",
+            "hungry_timeout": "150ms",
+            "starving_timeout": "50ms",
+            "rto": "10ms",
+            "max_tries": 6,
+        },
+        "network": {"latency": {"dist": "uniform", "low": "300us", "high": "1500us"}},
+        "workload": [
+            {
+                "nodes": "all",
+                "kind": "multicast",
+                "rate": 300,
+                "size": 8,
+                "order": "agreed",
+                "start": "50ms",
+                "duration": "1800ms",
+            }
+        ],
+        "nemesis": [
+            {"at": "500ms", "action": "cut", "from": ["B"], "to": ["A"]},
+            {"at": "501500us", "action": "crash", "node": "B"},
+            {"at": "511500us", "action": "restart", "node": "B"},
+            {"at": "516500us", "action": "heal"},
+        ],
+    }
+    return Simulation(parse_scenario(doc), 1).run().events()
+
+
+def test_the_token_meant_for_an_earlier_boot_comes_back_to_its_sender() -> None:
+    rows = _rows()
+    assert safety(rows, 2_000 * MS) == {}
+    first_boot = [
+        r for r in rows if r["node"] == "B" and r["kind"] == "deliver" and r["t"] < RESTART
+    ]
+    assert first_boot[-1]["t"] > 500 * MS  # B delivered from the token before it crashed
+    refused = [
+        r
+        for r in rows
+        if r["node"] == "B"
+        and r["kind"] == "drop"
+        and r["detail"].get("reason") == "for_an_earlier_incarnation"
+    ]
+    assert refused and all(r["t"] > RESTART for r in refused)
+    returned = [
+        r
+        for r in rows
+        if r["node"] == "A" and r["kind"] == "token" and r["detail"].get("op") == "returned"
+    ]
+    assert [r["detail"]["dst"] for r in returned][:1] == ["B"]
+    # The ring goes on without waiting for a hungry timeout and a 911 ...
+    resumed = min(
+        r["t"] for r in rows if r["node"] == "A" and r["kind"] == "deliver" and r["t"] > RESTART
+    )
+    assert resumed < RESTART + HUNGRY
+    # ... and B is back: every node's last committed view is the three of them.
+    assert checks.convergence(rows, {"A", "B", "C"}) == []
