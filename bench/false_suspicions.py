@@ -25,6 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from ring_formation import lossy_group_doc
 from ringcast.core.events import Suspected
 from ringcast.layers import HeartbeatDetector
 from ringcast.protocols import registry
@@ -80,21 +81,9 @@ def main() -> int:
     for n in (int(x) for x in a.sizes.split(",")):
         for loss in (float(x) for x in a.losses.split(",")):
             names = list(NODE_NAMES[:n])
-            doc: dict[str, Any] = {
-                "name": "false_suspicions",
-                "protocol": a.protocol,
-                "nodes": names,
-                "duration": f"{round(a.seconds * 1000)}ms",
-                "settings": settings,
-                "network": {
-                    "latency": {"dist": "uniform", "low": "0.3ms", "high": "1.5ms"},
-                    "loss": loss,
-                },
-            }
-            if a.rate:
-                doc["workload"] = [
-                    {"nodes": "all", "kind": "multicast", "rate": a.rate, "size": 8, "start": "5ms"}
-                ]
+            doc = lossy_group_doc(
+                "false_suspicions", a.protocol, names, loss, a.seconds, settings, a.rate
+            )
             victim = names[-1]
             if a.crash:
                 doc["nemesis"] = [{"at": f"{half}ms", "action": "crash", "node": victim}]

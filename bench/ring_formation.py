@@ -41,6 +41,36 @@ def formed_at(rows: list[dict[str, Any]], names: list[str]) -> int | None:
     return None
 
 
+def lossy_group_doc(
+    name: str,
+    protocol: str,
+    names: list[str],
+    loss: float,
+    seconds: float,
+    settings: dict[str, Any],
+    rate: float = 0.0,
+) -> dict[str, Any]:
+    """A scenario ``name``: ``names`` for ``seconds`` on a network of 0.3-1.5 ms latency losing
+    ``loss`` of its packets, each node multicasting ``rate`` 8-byte messages a second
+    from 5 ms on (0: no workload)."""
+    doc: dict[str, Any] = {
+        "name": name,
+        "protocol": protocol,
+        "nodes": names,
+        "duration": f"{round(seconds * 1000)}ms",
+        "settings": settings,
+        "network": {
+            "latency": {"dist": "uniform", "low": "0.3ms", "high": "1.5ms"},
+            "loss": loss,
+        },
+    }
+    if rate:
+        doc["workload"] = [
+            {"nodes": "all", "kind": "multicast", "rate": rate, "size": 8, "start": "5ms"}
+        ]
+    return doc
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--protocol", default="totem", choices=registry.builtin_names())
@@ -57,20 +87,9 @@ def main() -> int:
     for n in (int(x) for x in a.sizes.split(",")):
         for loss in (float(x) for x in a.losses.split(",")):
             names = list(NODE_NAMES[:n])
-            doc = {
-                "name": "ring_formation",
-                "protocol": a.protocol,
-                "nodes": names,
-                "duration": f"{round(a.seconds * 1000)}ms",
-                "settings": settings,
-                "network": {
-                    "latency": {"dist": "uniform", "low": "0.3ms", "high": "1.5ms"},
-                    "loss": loss,
-                },
-                "workload": [
-                    {"nodes": "all", "kind": "multicast", "rate": 50.0, "size": 8, "start": "5ms"}
-                ],
-            }
+            doc = lossy_group_doc(
+                "ring_formation", a.protocol, names, loss, a.seconds, settings, rate=50.0
+            )
             t0 = time.monotonic()
             rows = Simulation(parse_scenario(doc), a.seed).run().events()
             at = formed_at(rows, names)

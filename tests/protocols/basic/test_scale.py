@@ -7,21 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.protocols.groups import lossy_group
+
 from ringcast.core.units import MS
-from ringcast.sim import Simulation, parse_scenario
 
 NODES = [f"N{k:02}" for k in range(32)]
 
 
 def _run(loss: float, duration: str, nemesis: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    doc = {
-        "protocol": "basic",
-        "nodes": NODES,
-        "duration": duration,
-        "network": {"latency": {"dist": "uniform", "low": "0.3ms", "high": "1.5ms"}, "loss": loss},
-        "nemesis": nemesis,
-    }
-    return Simulation(parse_scenario(doc), 1).run().events("view")
+    return lossy_group("basic", NODES, loss, duration, nemesis=nemesis).events("view")
 
 
 def test_twenty_percent_loss_rarely_changes_the_view_of_32_members() -> None:

@@ -20,9 +20,9 @@ from __future__ import annotations
 from typing import Any
 
 from tests.protocols.gms import checks
+from tests.protocols.groups import lossy_group
 
 from ringcast.protocols.raincore import SETTINGS, in_force
-from ringcast.sim import Simulation, parse_scenario
 from ringcast.sim.scenario import NODE_NAMES
 
 NAMES = list(NODE_NAMES[:16])
@@ -34,19 +34,12 @@ FIXED = {"tries_per_doubling": 0, "hungry_per_member": 0}
 
 def _run(seed: int, nodes: int = 16, loss: float = 0.2, **settings: Any) -> list[dict[str, Any]]:
     rate = 50.0 if nodes <= 16 else 2.0  # the token carries at most 64 messages a visit
-    doc = {
-        "name": f"{nodes}_at_{loss:.0%}",
-        "protocol": "raincore",
-        "nodes": list(NODE_NAMES[:nodes]),
-        "duration": "4s" if nodes <= 16 else "8s",
-        "settings": settings,
-        "network": {
-            "latency": {"dist": "uniform", "low": "0.3ms", "high": "1.5ms"},
-            "loss": loss,
-        },
-        "workload": [{"nodes": "all", "kind": "multicast", "rate": rate, "size": 8}],
-    }
-    return Simulation(parse_scenario(doc), seed).run().events()
+    workload = [{"nodes": "all", "kind": "multicast", "rate": rate, "size": 8}]
+    duration = "4s" if nodes <= 16 else "8s"
+    names = list(NODE_NAMES[:nodes])
+    return lossy_group(
+        "raincore", names, loss, duration, seed, settings=settings, workload=workload
+    ).events()
 
 
 def test_sixteen_members_at_20_percent_loss_keep_their_view_and_deliver() -> None:

@@ -7,21 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.protocols.groups import lossy_group
+
 from ringcast.core.units import MS
-from ringcast.sim import Simulation, parse_scenario
+from ringcast.sim import SimResult
 
 NODES = [f"N{k:02}" for k in range(32)]
 
 
-def _run(loss: float, duration: str, nemesis: list[dict[str, Any]]) -> Any:
-    doc = {
-        "protocol": "tribes",
-        "nodes": NODES,
-        "duration": duration,
-        "network": {"latency": {"dist": "uniform", "low": "0.3ms", "high": "1.5ms"}, "loss": loss},
-        "nemesis": nemesis,
-    }
-    return Simulation(parse_scenario(doc), 1).run()
+def _run(loss: float, duration: str, nemesis: list[dict[str, Any]]) -> SimResult:
+    return lossy_group("tribes", NODES, loss, duration, nemesis=nemesis)
 
 
 def test_twenty_percent_loss_drops_no_live_member_of_32() -> None:
