@@ -19,8 +19,9 @@ that scales with the group").
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ringcast.core.codec import wire
 from ringcast.core.effects import EVERY_NETWORK, Effect, Multicast, SetTimer
@@ -74,6 +75,20 @@ class HeartbeatDetector:
         self.suspected: set[NodeId] = set()
         self._peers = tuple(p for p in peers if p != node_id)
         self._started_at = 0
+
+    @classmethod
+    def from_settings(
+        cls, node_id: NodeId, peers: tuple[NodeId, ...], settings: Mapping[str, Any]
+    ) -> HeartbeatDetector:
+        """The detector a protocol configures with the settings GMS and basic share:
+        ``heartbeat_interval``, ``heartbeat_misses`` and ``heartbeat_misses_per_doubling``."""
+        return cls(
+            node_id,
+            peers,
+            interval=int(settings["heartbeat_interval"]),
+            misses=int(settings["heartbeat_misses"]),
+            per_doubling=int(settings["heartbeat_misses_per_doubling"]),
+        )
 
     def start(self, now: int) -> list[Effect]:
         self._started_at = now

@@ -223,11 +223,5 @@ def make_basic(ctx: MachineContext) -> Machine:
         reliable=ReliableUnicast(
             ctx.node_id, rto=s["rto"], max_tries=s["max_tries"], storage=dict(ctx.storage)
         ),
-        detector=HeartbeatDetector(
-            ctx.node_id,
-            ctx.peers,
-            interval=s["heartbeat_interval"],
-            misses=s["heartbeat_misses"],
-            per_doubling=s["heartbeat_misses_per_doubling"],
-        ),
+        detector=HeartbeatDetector.from_settings(ctx.node_id, ctx.peers, s),
     )

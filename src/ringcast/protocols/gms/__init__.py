@@ -25,13 +25,7 @@ def make_gms(ctx: MachineContext) -> Machine:
     s = SPEC.resolve_settings(ctx.settings, "settings")
     return Stack(
         GmsMachine(ctx, s),
-        detector=HeartbeatDetector(
-            ctx.node_id,
-            ctx.peers,
-            interval=s["heartbeat_interval"],
-            misses=s["heartbeat_misses"],
-            per_doubling=s["heartbeat_misses_per_doubling"],
-        ),
+        detector=HeartbeatDetector.from_settings(ctx.node_id, ctx.peers, s),
     )
 
 
