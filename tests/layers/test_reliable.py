@@ -7,7 +7,15 @@ from typing import Any
 
 import pytest
 
-from ringcast.core.effects import CancelTimer, Deliver, Effect, Record, Send, SetTimer
+from ringcast.core.effects import (
+    Backpressure,
+    CancelTimer,
+    Deliver,
+    Effect,
+    Record,
+    Send,
+    SetTimer,
+)
 from ringcast.core.events import Event, Received, SendFailed, Start, Submit
 from ringcast.core.machine import MachineContext
 from ringcast.layers import ReliableUnicast, Stack
@@ -425,3 +433,37 @@ def test_an_ack_naming_no_incarnation_is_refused(acker: int) -> None:
     assert "B" not in a.peer_incarnation
     _, retransmitted = a.on_timer(TIMER + "B")  # still queued
     assert [e.msg.seq for e in retransmitted if isinstance(e, Send)] == [0]
+
+
+# -- the window: flow control toward the application (docs/protocols/tribes.md, decision 20)
+
+
+def test_a_window_holds_the_application_at_window_unacked_and_releases_at_half() -> None:
+    rt = ReliableUnicast("A", rto=10, max_tries=3, storage={}, window=4)
+    out: list[Effect] = []
+    for k in range(3):
+        out += rt.send("B", k)
+    assert not [e for e in out if isinstance(e, Backpressure)] and not rt.blocked
+    assert Backpressure(True) in rt.send("B", 3)  # the fourth in flight to B
+    assert rt.blocked
+    assert Backpressure(True) not in rt.send("C", 4)  # said once
+    _, effects = rt.on_ack("B", RtAck(rt.incarnation, 1, 1))  # B: 3 in flight, above 2
+    assert Backpressure(False) not in effects
+    _, effects = rt.on_ack("B", RtAck(rt.incarnation, 2, 1))  # B: 2, C: 1
+    assert Backpressure(False) in effects and not rt.blocked
+
+
+def test_a_window_is_released_when_the_peer_holding_it_fails() -> None:
+    rt = ReliableUnicast("A", rto=10, max_tries=2, storage={}, window=2)
+    rt.send("B", 0)
+    assert Backpressure(True) in rt.send("B", 1)
+    rt.on_timer(TIMER + "B")  # the second transmission
+    up, effects = rt.on_timer(TIMER + "B")  # max_tries: failure-on-delivery
+    assert [type(e) for e in up] == [SendFailed, SendFailed]
+    assert Backpressure(False) in effects and not rt.blocked
+
+
+def test_without_a_window_the_layer_never_holds_the_application() -> None:
+    rt = ReliableUnicast("A", rto=10, max_tries=3, storage={})
+    effects = [e for k in range(1000) for e in rt.send("B", k)]
+    assert not [e for e in effects if isinstance(e, Backpressure)]

@@ -136,3 +136,29 @@ def test_group_events_report_the_coordinator_change(tmp_path: Path) -> None:
             assert changes[-1].view_id.startswith("B:")  # type: ignore[union-attr]
 
     asyncio.run(main())
+
+
+def test_saturating_members_still_form_one_view(tmp_path: Path) -> None:
+    """Decision 20 (docs/protocols/tribes.md): with no flow control, three nodes loading
+    as fast as they could (``--rate 0``) queued thousands of unacknowledged messages a
+    peer, resent them all every rto, and never left their views of one (23 views each in
+    8 s). With the reliable layer's window holding the application, they form one view
+    and deliver."""
+    path = write_cluster(tmp_path, nodes=3, protocol="tribes", trace=False)
+    cfg = load_config(path)
+    ids = ["n1", "n2", "n3"]
+    with Nodes(path, tmp_path / "logs") as nodes, watching(tmp_path / "logs", ids) as logs:
+        for n in ids:
+            nodes.start(n, ["--rate", "0", "--size", "100"])
+        for n in ids:
+            logs[n].wait_ready(0, 30)
+
+        async def full() -> list[dict[str, object]]:
+            for n in ids:
+                await await_status(cfg.node(n).status, 30, members=set(ids))
+            return await gather_status(cfg)
+
+        rows = asyncio.run(full())
+        assert len({r["view"]["id"] for r in rows}) == 1  # type: ignore[index]
+        assert all(r["metrics"]["delivered"] > 0 for r in rows)  # type: ignore[index]
+        nodes.stop(nodes=ids)

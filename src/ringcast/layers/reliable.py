@@ -29,6 +29,15 @@ told by the ack that a later incarnation took those frames, reports each of them
 ``SendFailed``: delivered to the process it was meant for or not, it never will be now.
 A frame sent before the sender heard of the receiver at all (0) is handed up, as before.
 
+With a ``window`` (Tribes'; Raincore and basic keep their own flow control and set
+none), the layer is also the protocol's flow control toward the application: when a
+send leaves ``window`` frames unacknowledged to some peer it emits
+``Backpressure(True)``, and ``Backpressure(False)`` once every peer is at or below half
+of it again (acks, or ``SendFailed`` after ``max_tries``). Frames are never held back,
+so a token or a control message goes out at once whatever the window; the window only
+stops the application from queueing without bound (docs/protocols/tribes.md, decision
+20).
+
 What the seed leaves open, decided here against frames no honest sender produces (a
 member's corrupted or hostile frame that passed authentication; docs/protocols/raincore.md,
 "The Transport Manager against frames it should never see"):
@@ -62,7 +71,15 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ringcast.core.codec import wire
-from ringcast.core.effects import CancelTimer, Effect, Persist, Record, Send, SetTimer
+from ringcast.core.effects import (
+    Backpressure,
+    CancelTimer,
+    Effect,
+    Persist,
+    Record,
+    Send,
+    SetTimer,
+)
 from ringcast.core.events import Event, Received, SendFailed
 from ringcast.core.ids import NodeId
 
@@ -135,11 +152,24 @@ class ReliableUnicast:
     down_types: ClassVar[frozenset[type]] = frozenset({Send})
     up_types: ClassVar[frozenset[type]] = frozenset({Received})
 
-    def __init__(self, node_id: NodeId, *, rto: int, max_tries: int, storage: dict[str, bytes]):
+    def __init__(
+        self,
+        node_id: NodeId,
+        *,
+        rto: int,
+        max_tries: int,
+        storage: dict[str, bytes],
+        window: int | None = None,
+    ):
         if rto <= 0:
             raise ValueError("rto must be positive")
         if max_tries < 1:
             raise ValueError("max_tries must be at least 1")
+        if window is not None and window < 2:
+            raise ValueError("window must be at least 2")
+        self.window = window
+        self.blocked = False
+        """Whether this layer has the application held (``Backpressure(True)`` emitted)."""
         self.node_id = node_id
         self.rto = rto
         self.max_tries = max_tries
@@ -193,7 +223,19 @@ class ReliableUnicast:
         if was_idle:
             ob.tries = 1
             effects.append(SetTimer(TIMER_PREFIX + dst, self.rto))
+        if self.window is not None and not self.blocked and len(ob.unacked) >= self.window:
+            self.blocked = True
+            effects.append(Backpressure(True))
         return effects
+
+    def _release(self) -> list[Effect]:
+        """``Backpressure(False)`` once every peer is at or below half the window."""
+        if not self.blocked or self.window is None:
+            return []
+        if any(len(ob.unacked) > self.window // 2 for ob in self._out.values()):
+            return []
+        self.blocked = False
+        return [Backpressure(False)]
 
     @staticmethod
     def _base(ob: _Outbound) -> int:
@@ -209,7 +251,7 @@ class ReliableUnicast:
             ob.unacked.clear()
             ob.tries = 0
             up: list[Event] = [SendFailed(dst, p) for p in failed]
-            return up, [Record.of("send_failed", dst=dst, messages=len(failed))]
+            return up, [Record.of("send_failed", dst=dst, messages=len(failed)), *self._release()]
         ob.tries += 1
         base = self._base(ob)
         effects: list[Effect] = []
@@ -313,6 +355,7 @@ class ReliableUnicast:
         else:
             ob.tries = 1
             effects.append(SetTimer(TIMER_PREFIX + src, self.rto))
+        effects += self._release()
         return up, effects
 
     def _heard_of(self, peer: NodeId, incarnation: int) -> None:

@@ -62,6 +62,13 @@ SETTINGS = {
     "max_tries": Setting(
         "int", 5, "transmissions before the transport reports failure-on-delivery", minimum=1
     ),
+    "window": Setting(
+        "int",
+        256,
+        "messages in flight to a member (sent, not yet acknowledged) before the application "
+        "is held with Backpressure, released at half (decision 20)",
+        minimum=2,
+    ),
     "priorities": Setting(
         "str",
         "",
@@ -77,7 +84,11 @@ def make_tribes(ctx: MachineContext) -> Machine:
     nodes = len(set(ctx.peers) | {ctx.node_id})
     machine = TribesMachine(ctx, TribesSettings.from_mapping(s, nodes=nodes))
     reliable = ReliableUnicast(
-        ctx.node_id, rto=int(s["rto"]), max_tries=int(s["max_tries"]), storage=dict(ctx.storage)
+        ctx.node_id,
+        rto=int(s["rto"]),
+        max_tries=int(s["max_tries"]),
+        storage=dict(ctx.storage),
+        window=int(s["window"]),
     )
     return Stack(machine, reliable=reliable)
 
