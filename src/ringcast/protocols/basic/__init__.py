@@ -23,21 +23,17 @@ leaves a stale count behind. A receiver takes each message's seq as it comes (on
 messages arrive in order), so a corrupted one far above the rest does not stop its acks.
 
 A message for an earlier boot (session 39; found by the hostile generator once basic
-declared its failure-detection timeout, seed 168). The reliable layer hands a restarted
-receiver every frame its sender still retransmits, so a message the old boot delivered,
-whose ack was lost before the crash, was delivered again by the new boot: the lab's
-integrity check (each message at most once at a node) failed. Each ``BasicData`` now
-names the destination's boot its sender last heard of (``dst_epoch``: from the
-destination's own messages and from the ``receiver_epoch`` of its acks; 0 before any),
-and a node does not deliver a message named for an earlier boot of itself: that was sent
-to a process that crashed. It still acknowledges it, so the sender's window drains. A
-message sent before the sender heard of the new boot is not delivered there either;
-basic promises nothing to a process about what was sent before it started. Since
-Raincore's decision 34 the reliable layer refuses frames meant for an earlier
-incarnation of their receiver itself and reports them with ``SendFailed`` (which
-settles the in-flight count); ``dst_epoch`` is kept, and still drops what the layer
-lets through: messages sent after the sender's layer heard of the new boot (from its
-acks) but before basic did.
+declared its failure-detection timeout, seed 168). The reliable layer used to hand a
+restarted receiver every frame its sender still retransmitted, so a message the old boot
+delivered, whose ack was lost before the crash, was delivered again by the new boot: the
+lab's integrity check (each message at most once at a node) failed. Session 39 mended it
+in basic (each message named its destination's boot); session 40 moved the mend to the
+reliable layer, where every protocol on it gets it (docs/protocols/raincore.md, decision
+34): a frame meant for an earlier incarnation of its receiver is refused there and
+reported to the sender with ``SendFailed``, which settles the in-flight count. basic's
+own guard was then removed: the layer hears of a peer's new boot from every frame and
+ack, before basic could from its own messages, so the guard only ever dropped messages
+sent to the new boot after the layer knew of it, which the old boot never had.
 
 The failure-detection timeout the lab's hostile generator scales its faults by is
 ``heartbeat_interval`` x ``heartbeat_misses`` (200 ms by default), as GMS's.

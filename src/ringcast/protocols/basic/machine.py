@@ -29,9 +29,6 @@ class BasicData:
 
     ``epoch`` is the sender's boot number and ``seq`` numbers its messages to this one
     destination within that boot (1, 2, ...), for the flow-control acknowledgement.
-    ``dst_epoch`` is the destination's boot the sender last heard of (0: none yet): a
-    destination that has restarted since does not deliver it (it was sent to a process
-    that crashed, and may have delivered it already).
     """
 
     msg_id: str
@@ -39,29 +36,24 @@ class BasicData:
     order: str
     epoch: int = 0
     seq: int = 0
-    dst_epoch: int = 0
 
 
 @wire(0x0011)
 @dataclass(frozen=True, slots=True)
 class BasicAck:
     """Flow control: the receiver has delivered every message of the sender's boot
-    ``epoch`` to it up to ``upto`` (cumulative, so a lost or late one is superseded).
-    ``receiver_epoch`` is the receiver's own boot."""
+    ``epoch`` to it up to ``upto`` (cumulative, so a lost or late one is superseded)."""
 
     epoch: int
     upto: int
-    receiver_epoch: int = 0
 
 
 @dataclass(slots=True)
 class _Peer:
-    """What this node sent to one peer (``sent``), what the peer has acknowledged, and
-    the peer's boot this node last heard of (``epoch``, from its messages and acks)."""
+    """What this node sent to one peer (``sent``) and what the peer has acknowledged."""
 
     sent: int = 0
     acked: int = 0
-    epoch: int = 0
 
     @property
     def in_flight(self) -> int:
@@ -149,9 +141,7 @@ class BasicMachine:
                 continue
             peer = self._peer(m)
             peer.sent += 1
-            data = BasicData(
-                event.msg_id, event.payload, event.order, self.epoch, peer.sent, peer.epoch
-            )
+            data = BasicData(event.msg_id, event.payload, event.order, self.epoch, peer.sent)
             out.append(Send(m, data, reliable=True))
         out.append(Deliver(event.msg_id, event.payload, event.order, self.node_id))
         if not self.blocked and any(
@@ -165,7 +155,6 @@ class BasicMachine:
         peer = self.peers.get(src)
         if peer is None or ack.epoch != self.epoch:
             return []  # an ack for an earlier boot of this node
-        peer.epoch = max(peer.epoch, ack.receiver_epoch)
         peer.acked = max(peer.acked, min(ack.upto, peer.sent))
         return self._maybe_unblock()
 
@@ -186,17 +175,9 @@ class BasicMachine:
     # -- receiving side
 
     def _on_data(self, src: NodeId, msg: BasicData) -> list[Effect]:
-        peer = self._peer(src)
-        peer.epoch = max(peer.epoch, msg.epoch)  # what this node's messages to src carry
-        out: list[Effect]
-        if 0 < msg.dst_epoch < self.epoch:
-            # Sent to an earlier boot of this node, which may have delivered it before it
-            # crashed (a retransmission whose ack was lost): a new boot is a new process.
-            # Not delivered, but acknowledged as usual, or the sender's window would
-            # never drain (the package docstring, "A message for an earlier boot").
-            out = [Record.of("drop", src=src, msg=msg.msg_id, reason="for an earlier boot")]
-        else:
-            out = [Deliver(msg.msg_id, msg.payload, msg.order, src)]
+        # A message meant for an earlier boot of this node never gets here: the reliable
+        # layer refuses it (docs/protocols/raincore.md, decision 34).
+        out: list[Effect] = [Deliver(msg.msg_id, msg.payload, msg.order, src)]
         if msg.seq <= 0:
             return out  # not flow controlled (a peer without a window)
         rx = self.senders.get(src)
@@ -212,7 +193,7 @@ class BasicMachine:
         rx.upto = msg.seq
         if rx.upto - rx.acked >= self.ack_every:
             rx.acked = rx.upto
-            out.append(Send(src, BasicAck(rx.epoch, rx.upto, self.epoch), reliable=True))
+            out.append(Send(src, BasicAck(rx.epoch, rx.upto), reliable=True))
         return out
 
 
