@@ -12,7 +12,10 @@ one Totem frame is one function call each way, not four.
 
 The generated functions only handle well-formed input. On anything unexpected they
 raise, and the caller falls back to the generic codec, which then produces exactly
-the error (``DecodeError`` / ``EncodeError``) it always did. The two paths are
+the error (``DecodeError`` / ``EncodeError``) it always did. A message nested in
+another is decoded by its own generated decoder alone, which raises too, so a frame
+falls back once, as a whole, and the generic path then decodes it with generic
+decoders only: two linear passes at worst, whatever the nesting. The two paths are
 checked against each other by the codec's property tests.
 """
 

@@ -17,12 +17,24 @@ encoded from their annotations: ``int`` (i64), ``bool``, ``float``, ``str``,
 (any registered message, tagged with its type id), ``X | None`` and ``tuple[X, ...]``
 of any of those. Decoding any byte string either returns a
 :class:`Frame` or raises :class:`DecodeError`, never anything else.
+
+**Cost.** Decoding is linear in the frame's length, whatever the bytes: a frame is
+decoded once by the generated fast decoder (:mod:`ringcast.core._codegen`) and, only if
+that fails, once more by the generic one, which names the error. Neither retries a
+nested message: each path decodes a message inside another with its own kind of decoder
+(the fast path with fast decoders that raise on anything unexpected, the generic path
+with generic ones), so a failure deep inside costs two passes over the frame, not two
+per level. Messages nest through ``object`` fields (a redundant-ring packet carries a
+single-ring message, a reliable-unicast frame its payload) at most
+:data:`MAX_NESTING` deep; a deeper frame is refused with :class:`DecodeError` (no
+protocol nests more than two).
 """
 
 from __future__ import annotations
 
 import enum
 import struct
+import threading
 import types
 import typing
 import zlib
@@ -35,6 +47,8 @@ from ringcast.core import _codegen
 MAGIC = b"RC"
 WIRE_VERSION = 1
 MAX_FRAME = 1 << 24
+MAX_NESTING = 4
+"""Messages carried in ``object`` fields inside one frame, one in another, at most."""
 FAST_CODECS = True  # generated per-class codecs (see _codegen); the generic path is the reference
 
 _HEAD = struct.Struct("!2sBHIB")
@@ -70,6 +84,12 @@ _Dec = Callable[[memoryview, int], tuple[Any, int]]
 
 _BY_TYPE: dict[int, type] = {}
 _CODECS: dict[type, tuple[int, _Enc, _Dec]] = {}
+"""Per class: its type id, its encoder and its decoder (fast, falling back to generic)."""
+_FAST: dict[type, tuple[int, _Enc, _Dec]] = {}
+"""Per class: as ``_CODECS``, with the fast decoder alone (it raises anything on input it
+does not take): what a fast decoder calls for a message nested in its own."""
+_GENERIC_DEC: dict[type, _Dec] = {}
+"""Per class: the generic decoder alone: what a generic decoder calls for a nested one."""
 
 T = TypeVar("T")
 
@@ -85,9 +105,11 @@ def wire(type_id: int) -> Callable[[type[T]], type[T]]:
         if type_id in _BY_TYPE and _BY_TYPE[type_id] is not cls:
             other = _BY_TYPE[type_id].__name__
             raise ValueError(f"message type id {type_id:#06x} already used by {other}")
-        enc, dec = _compile_message(cls)
+        enc, dec, fast_dec, generic_dec = _compile_message(cls)
         _BY_TYPE[type_id] = cls
         _CODECS[cls] = (type_id, enc, dec)
+        _FAST[cls] = (type_id, enc, fast_dec)
+        _GENERIC_DEC[cls] = generic_dec
         return cls
 
     return register
@@ -248,44 +270,74 @@ def _enc_any(v: Any, out: list[bytes]) -> None:
     enc(v, out)
 
 
-def _dec_any(buf: memoryview, off: int) -> tuple[Any, int]:
-    _need(buf, off, 2)
-    (type_id,) = _U16.unpack_from(buf, off)
-    cls = _BY_TYPE.get(type_id)
-    if cls is None:
-        raise DecodeError(f"unknown nested message type {type_id:#06x}")
-    return _CODECS[cls][2](buf, off + 2)
+class _Nesting(threading.local):
+    depth = 0
 
 
-def _codec_for(tp: Any, owner: str) -> tuple[_Enc, _Dec, int]:
+_nesting = _Nesting()
+
+
+def _any_decoder(decoders: dict[type, Any], fast: bool) -> _Dec:
+    """The decoder of an ``object`` field: a type id, then that message's body, decoded
+    by ``decoders[cls]`` (the fast ones, or the generic ones; see the module's doc), at
+    most :data:`MAX_NESTING` deep."""
+
+    def dec(buf: memoryview, off: int) -> tuple[Any, int]:
+        _need(buf, off, 2)
+        (type_id,) = _U16.unpack_from(buf, off)
+        cls = _BY_TYPE.get(type_id)
+        if cls is None:
+            raise DecodeError(f"unknown nested message type {type_id:#06x}")
+        nesting = _nesting
+        if nesting.depth >= MAX_NESTING:
+            raise DecodeError(f"messages nested more than {MAX_NESTING} deep")
+        nesting.depth += 1
+        try:
+            return (decoders[cls][2] if fast else decoders[cls])(buf, off + 2)  # type: ignore[no-any-return]
+        finally:
+            nesting.depth -= 1
+
+    return dec
+
+
+_dec_any_fast = _any_decoder(_FAST, True)
+_dec_any_generic = _any_decoder(_GENERIC_DEC, False)
+
+
+def _codec_for(tp: Any, owner: str, fast: bool) -> tuple[_Enc, _Dec, int]:
+    """The encoder, decoder and least encoded size of a field of type ``tp``; a message
+    inside it is decoded by its fast decoder alone if ``fast``, else its generic one."""
     if tp is object:
-        return _enc_any, _dec_any, 2
+        return _enc_any, _dec_any_fast if fast else _dec_any_generic, 2
     if tp in _PRIMS:
         return _PRIMS[tp]
     if isinstance(tp, type) and issubclass(tp, enum.IntEnum):
         enc, dec = _enum_codec(tp)
         return enc, dec, 8
     if isinstance(tp, type) and tp in _CODECS:
-        _, enc, dec = _CODECS[tp]
-        return enc, dec, 0
+        _, enc, _ = _CODECS[tp]
+        return enc, _FAST[tp][2] if fast else _GENERIC_DEC[tp], 0
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
-        ienc, idec, imin = _codec_for(args[0], owner)
+        ienc, idec, imin = _codec_for(args[0], owner, fast)
         enc, dec = _tuple_codec(ienc, idec, imin)
         return enc, dec, 4
     if origin in (typing.Union, types.UnionType) and len(args) == 2 and type(None) in args:
         inner = args[0] if args[1] is type(None) else args[1]
-        ienc, idec, _ = _codec_for(inner, owner)
+        ienc, idec, _ = _codec_for(inner, owner, fast)
         enc, dec = _optional_codec(ienc, idec)
         return enc, dec, 1
     raise TypeError(f"{owner}: field type {tp!r} has no wire encoding")
 
 
-def _compile_message(cls: type) -> tuple[_Enc, _Dec]:
+def _compile_message(cls: type) -> tuple[_Enc, _Dec, _Dec, _Dec]:
+    """The encoder of ``cls``, its decoder (fast, falling back to generic on any error),
+    its fast decoder alone and its generic decoder alone."""
     hints = typing.get_type_hints(cls)
     plan = [
-        (f.name, *_codec_for(hints[f.name], f"{cls.__name__}.{f.name}")[:2]) for f in fields(cls)
+        (f.name, *_codec_for(hints[f.name], f"{cls.__name__}.{f.name}", False)[:2])
+        for f in fields(cls)
     ]
     names = [p[0] for p in plan]
     encs = [p[1] for p in plan]
@@ -308,11 +360,15 @@ def _compile_message(cls: type) -> tuple[_Enc, _Dec]:
         return cls(*values), off
 
     if not FAST_CODECS:
-        return enc, dec
+        return enc, dec, dec, dec
+    fast_decs = [
+        _codec_for(hints[f.name], f"{cls.__name__}.{f.name}", True)[1] for f in fields(cls)
+    ]
     item_codecs = {tp: _PRIMS[tp] for tp in (int, str, bytes)}
-    return _codegen.generate(
-        cls, list(zip(encs, decs, strict=True)), _CODECS, item_codecs, (enc, dec)
+    fenc, fdec = _codegen.generate(
+        cls, list(zip(encs, fast_decs, strict=True)), _FAST, item_codecs, (enc, dec)
     )
+    return fenc, fdec, fdec.fast, dec  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------- frames
