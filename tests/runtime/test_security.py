@@ -96,6 +96,47 @@ def test_replay_window() -> None:
         o.open(s.seal(b"x", 5 * REPLAY_WINDOW - 3))
 
 
+@pytest.mark.parametrize("mode", ["hmac", "aes-gcm", "none"])
+def test_a_unicast_is_bound_to_its_receiver(mode: str) -> None:
+    """A unicast from A to B, captured and resent to C, names B: C refuses it as the
+    replay it is; B takes it once. A multicast (no receiver) is taken by each member once."""
+    a = Sealer(KEY, mode, 7, "A")
+    b, c = (Opener(KEY, mode, 7, ["A", "B", "C"], receiver=n) for n in "BC")
+    to_b = a.seal(b"token", 100, "B")
+    with pytest.raises(Dropped, match="replay"):
+        c.open(to_b)
+    assert b.open(to_b) == ("A", b"token")
+    with pytest.raises(Dropped, match="replay"):
+        b.open(to_b)
+    everyone = a.seal(b"frame", 101)
+    assert b.open(everyone) == ("A", b"frame") and c.open(everyone) == ("A", b"frame")
+    with pytest.raises(Dropped, match="replay"):
+        c.open(everyone)
+    if mode != "none":  # the receiver is authenticated: rewriting it breaks the tag
+        forged = bytearray(a.seal(b"token", 102, "B"))
+        at = bytes(forged).index(b"\x01B", 17)
+        forged[at + 1] = ord("C")
+        with pytest.raises(Dropped, match="bad_tag"):
+            c.open(bytes(forged))
+
+
+def test_a_packet_from_the_receiver_itself_is_dropped_as_own() -> None:
+    a = Sealer(KEY, "hmac", 7, "A")
+    opener = Opener(KEY, "hmac", 7, ["A", "B"], receiver="A")
+    with pytest.raises(Dropped, match="own_packet"):
+        opener.open(a.seal(b"looped back", 1))
+    with pytest.raises(Dropped, match="own_packet"):
+        opener.open(a.seal(b"bounced", 2, "A"))
+
+
+def test_an_envelope_of_another_version_is_refused_with_what_to_do() -> None:
+    packet = bytearray(Sealer(KEY, "hmac", 7, "A").seal(b"frame", 1, "B"))
+    packet[2] = 1  # the version before receivers were bound
+    with pytest.raises(Dropped, match="version") as e:
+        Opener(KEY, "hmac", 7, ["A", "B"], receiver="B").open(bytes(packet))
+    assert "version 1" in e.value.detail and "speaks 2" in e.value.detail
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=200))
 def test_garbage_only_raises_dropped(data: bytes) -> None:

@@ -98,6 +98,7 @@ class Interpreter:
         "_all",
         "blocked",
         "delivered",
+        "drops",
         "fence",
         "holds_lock",
         "io",
@@ -142,6 +143,9 @@ class Interpreter:
         self.delivered = 0
         self.views = 0
         self.tokens = 0
+        self.drops: dict[str, int] = {}
+        """The protocol's ``drop`` records by reason (a received message, a submit or a
+        timer it threw away): see :func:`drop_key`."""
 
     # ------------------------------------------------------------ host-initiated
 
@@ -213,6 +217,9 @@ class Interpreter:
             elif tp is Record:
                 if eff.kind == "token":
                     self.tokens += 1
+                elif eff.kind == "drop":
+                    key = drop_key(eff.fields.get("reason"), self.drops)
+                    self.drops[key] = self.drops.get(key, 0) + 1
                 if trace is not None:
                     fields = eff.fields
                     if fields:
@@ -293,6 +300,18 @@ class Interpreter:
         size = _body_size(msg)
         for net in nets:
             trace.add(now, "send", size=size, detail=detail, network=net)
+
+
+MAX_DROP_KEYS = 64
+
+
+def drop_key(reason: Any, seen: dict[str, int]) -> str:
+    """The counter a ``drop`` record's reason goes to: its first clause (the reasons name
+    a message type and then values), ``other`` once MAX_DROP_KEYS are counted."""
+    key = str(reason).split(":", 1)[0].strip() if reason else "unspecified"
+    if key not in seen and len(seen) >= MAX_DROP_KEYS:
+        return "other"
+    return key
 
 
 def _body_size(msg: Any) -> int | None:

@@ -84,6 +84,7 @@ class NodeHost:
         self._trace: TraceLog | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._warn = RateLimit()
+        self._told: set[str] = set()
         self._mcast = config.transport == "multicast"
         self._rearm = False
         self.interp = Interpreter(
@@ -141,7 +142,7 @@ class NodeHost:
         self.boot = int(boot) + 1 if boot else 1
         self.store.put("host.boots", str(self.boot).encode())
         self._sealer = Sealer(key, cfg.security, self._cluster_id, self.node_id)
-        self._opener = Opener(key, cfg.security, self._cluster_id, cfg.peers)
+        self._opener = Opener(key, cfg.security, self._cluster_id, cfg.peers, self.node_id)
         if self._trace_on:
             assert cfg.trace_dir is not None
             self._trace = TraceLog(
@@ -218,8 +219,8 @@ class NodeHost:
             if self._transport is not None:
                 self.metrics.packets_out = self._transport.packets_out
                 self.metrics.bytes_out = self._transport.bytes_out
-                self.metrics.drops["send_buffer_full"] = self._transport.dropped_full
-                self.metrics.drops["send_refused"] = self._transport.send_errors
+                self.metrics.send_drops["send_buffer_full"] = self._transport.dropped_full
+                self.metrics.send_drops["send_refused"] = self._transport.send_errors
             self._sync_counters()
             self.metrics.sample()
             if self._trace is not None:
@@ -249,6 +250,7 @@ class NodeHost:
         """Counters the interpreter keeps, copied into the metrics when they are read."""
         self.metrics.tokens = self.interp.tokens
         self.metrics.delivered = self.interp.delivered
+        self.metrics.protocol_drops = self.interp.drops
 
     def _metrics(self) -> dict[str, Any]:
         self._sync_counters()
@@ -308,17 +310,18 @@ class NodeHost:
                 f.set_result(None)
 
     def _on_datagram(self, data: bytes, network: int) -> None:
+        """Open, decode and hand one datagram to the machine, or drop it under a reason:
+        every datagram counted in ``packets_in`` is counted once more, in ``handled`` or
+        in ``drops`` (docs/runtime.md, "Security")."""
         m = self.metrics
         m.packets_in += 1
         m.bytes_in += len(data)
-        if not self.running:
-            return
         if self._waiters:
             self._notify()  # counters moved (a drop is a change too)
         try:
+            if not self.running:
+                raise Dropped("not_running")
             sender, body = self._opener.open(data)
-            if sender == self.node_id:
-                return  # our own multicast looped back
             try:
                 frame = decode(body)
             except DecodeError:
@@ -331,11 +334,15 @@ class NodeHost:
             m.drop(d.reason)
             if self.interp.packets:
                 self._row("drop", detail=detail_json({"reason": d.reason}), network=network)
+            if d.detail and d.reason not in self._told:
+                self._told.add(d.reason)  # once a reason: what to do about it
+                self.log.warning(d.detail, fields={"reason": d.reason})
             if self._warn.ready():
                 self.log.warning(
                     "dropped packets", fields={"reason": d.reason, "drops": dict(m.drops)}
                 )
             return
+        m.handled += 1
         if self.interp.packets:
             self.interp.packet_in(sender, frame.msg, network, self._now())
         try:
@@ -391,13 +398,13 @@ class NodeHost:
         addrs = self._addr.get(dst)
         tr = self._transport
         if addrs is None or tr is None:
-            self.metrics.drop("unknown_destination")
+            self.metrics.send_drops["unknown_destination"] += 1
             return
         frame = self._packet(msg)
         if frame is None:
             return
         for net in networks:
-            tr.send(self._sealer.seal(frame, self._seq.take()), addrs[net], net)
+            tr.send(self._sealer.seal(frame, self._seq.take(), dst), addrs[net], net)
 
     def _multicast(self, msg: Any, networks: tuple[int, ...]) -> None:
         tr = self._transport

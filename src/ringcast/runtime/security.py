@@ -3,16 +3,25 @@
 Envelope (network byte order)::
 
     magic   2 bytes  b"RS"
-    version u8       1
+    version u8       2 (VERSION)
     mode    u8       1 = HMAC-SHA256, 2 = AES-256-GCM, 3 = none (no tag)
     cluster u32      cluster id (hash of the cluster name)
     seq     u64      sender sequence number, strictly increasing across restarts
     slen    u8       length of the sender id
     sender  slen     sender node id, UTF-8
+    dlen    u8       length of the receiver id (0: a multicast, for every member)
+    dest    dlen     receiver node id of a unicast, UTF-8
     body    ...      a wire frame (HMAC and none) or its AES-GCM ciphertext
     tag     32 / 16  HMAC-SHA256 of everything before it, or the GCM tag (none: absent)
 
-The header is authenticated in both authenticating modes (GCM: as associated data).
+The header is authenticated in both authenticating modes (GCM: as associated data), the
+receiver of a unicast with it: a unicast captured between two members and resent to a
+third names the wrong receiver, and the third refuses it as the replay it is (the
+replay window is per sender, shared by its unicasts to every member and its
+multicasts, so a copy sent to its own receiver again is a replay too). A multicast
+names no receiver: each member takes it once. A packet of version 1 (before the
+receiver was bound) is refused as ``version``, named in the log, as is any other
+version.
 Mode ``none`` authenticates nothing: anyone who can reach a node's port can speak for
 any member. It is for a network the cluster trusts and for measuring what authentication
 costs (corosync's udpu transport has no crypto); the cluster id, the sender and the
@@ -43,7 +52,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 MAGIC = b"RS"
-VERSION = 1
+VERSION = 2
 MODE_HMAC = 1
 MODE_GCM = 2
 MODE_NONE = 3
@@ -57,12 +66,14 @@ REPLAY_WINDOW = 4096
 _WINDOW_MASK = (1 << REPLAY_WINDOW) - 1
 _HEAD = struct.Struct("!2sBBIQB")
 _U64 = struct.Struct("!Q")
-MIN_PACKET = _HEAD.size + 2
-"""A header, a one-byte sender id and a one-byte body: no packet of any mode is shorter."""
+MIN_PACKET = _HEAD.size + 3
+"""A header, a one-byte sender id, the receiver's length and a one-byte body: no packet of
+any mode is shorter."""
 
 DROP_REASONS = (
     "truncated",
     "garbage",
+    "version",
     "bad_mode",
     "foreign_cluster",
     "unknown_sender",
@@ -70,7 +81,16 @@ DROP_REASONS = (
     "replay",
     "malformed",
     "sender_mismatch",
+    "own_packet",
 )
+"""Why :class:`Opener` (and the host after it) refuses a packet: shorter than any packet
+(``truncated``), not an envelope (``garbage``), an envelope of another version
+(``version``), of the other mode (``bad_mode``), of another cluster
+(``foreign_cluster``), from a node not in the cluster file (``unknown_sender``), a
+failed tag (``bad_tag``), seen before or addressed to another member (``replay``), a
+frame that does not decode (``malformed``) or names another sender
+(``sender_mismatch``), from this node itself (``own_packet``: its own multicast looped
+back, or a packet bounced back)."""
 
 
 class KeyFileError(ValueError):
@@ -80,9 +100,11 @@ class KeyFileError(ValueError):
 class Dropped(Exception):
     """A packet refused before the protocol sees it; ``reason`` is one of DROP_REASONS."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, detail: str = ""):
         super().__init__(reason)
         self.reason = reason
+        self.detail = detail
+        """What a person needs beyond the reason (the versions of a ``version`` drop)."""
 
 
 # ---------------------------------------------------------------- key files
@@ -166,13 +188,16 @@ class Sealer:
             raise ValueError(f"sender id {sender!r} must be 1..255 bytes")
         self._head = _HEAD.pack(MAGIC, VERSION, self.mode, cluster_id, 0, 0)[:8]
         self._sender = bytes([len(sender_b)]) + sender_b
+        self._multicast = self._sender + b"\x00"
+        self._dest: dict[str, bytes] = {}
         self._mac = _keyed_hmac(key)
         self._gcm = AESGCM(_subkey(key, b"aes-256-gcm")) if self.mode == MODE_GCM else None
         self._tail = _nonce_tail(sender)
 
-    def seal(self, frame: bytes, seq: int) -> bytes:
-        """The envelope of ``frame``; ``seq`` must never repeat for this sender and key."""
-        header = self._head + _U64.pack(seq) + self._sender
+    def seal(self, frame: bytes, seq: int, dest: str = "") -> bytes:
+        """The envelope of ``frame`` for receiver ``dest`` ("": a multicast, for every
+        member); ``seq`` must never repeat for this sender and key."""
+        header = self._head + _U64.pack(seq) + (self._dest_bytes(dest) if dest else self._multicast)
         if self.mode == MODE_NONE:
             return header + frame
         if self._gcm is None:
@@ -182,6 +207,16 @@ class Sealer:
             return data + mac.digest()
         nonce = _U64.pack(seq) + self._tail
         return header + self._gcm.encrypt(nonce, frame, header)
+
+    def _dest_bytes(self, dest: str) -> bytes:
+        """The sender and receiver fields of a unicast to ``dest`` (kept a receiver)."""
+        got = self._dest.get(dest)
+        if got is None:
+            dest_b = dest.encode()
+            if len(dest_b) > 255:
+                raise ValueError(f"receiver id {dest!r} longer than 255 bytes")
+            got = self._dest[dest] = self._sender + bytes([len(dest_b)]) + dest_b
+        return got
 
 
 class _Window:
@@ -209,10 +244,23 @@ class _Window:
 
 
 class Opener:
-    """Checks incoming envelopes; :meth:`open` returns ``(sender, frame)`` or raises Dropped."""
+    """Checks incoming envelopes; :meth:`open` returns ``(sender, frame)`` or raises Dropped.
 
-    def __init__(self, key: bytes, mode: str, cluster_id: int, senders: Iterable[str]):
+    ``receiver`` is the node that opens: a unicast addressed to another node is a
+    ``replay``, a packet from ``receiver`` itself ``own_packet``. Without one (a tool
+    that reads captured packets) every receiver is taken."""
+
+    def __init__(
+        self,
+        key: bytes,
+        mode: str,
+        cluster_id: int,
+        senders: Iterable[str],
+        receiver: str | None = None,
+    ):
         self.mode = MODES[mode]
+        self._receiver = None if receiver is None else receiver.encode()
+        self._own = receiver
         self._cluster = cluster_id
         self._mac = _keyed_hmac(key)
         self._gcm = AESGCM(_subkey(key, b"aes-256-gcm")) if self.mode == MODE_GCM else None
@@ -227,19 +275,28 @@ class Opener:
         if n < MIN_PACKET:
             raise Dropped("truncated")
         magic, version, mode, cluster, seq, slen = _HEAD.unpack_from(data, 0)
-        if magic != MAGIC or version != VERSION:
+        if magic != MAGIC:
             raise Dropped("garbage")
+        if version != VERSION:
+            raise Dropped(
+                "version",
+                f"a packet of security envelope version {version}; this node speaks "
+                f"{VERSION}: run one ringcast release on every node",
+            )
         if cluster != self._cluster:
             raise Dropped("foreign_cluster")
         if mode != self.mode:
             raise Dropped("bad_mode")
-        hlen = _HEAD.size + slen
+        send_end = _HEAD.size + slen
+        if n < send_end + 1:
+            raise Dropped("truncated")
+        hlen = send_end + 1 + data[send_end]
         if n < hlen + _TAG_BYTES[mode] + 1:
             raise Dropped("truncated")
-        known = self._names.get(data[_HEAD.size : hlen])
+        known = self._names.get(data[_HEAD.size : send_end])
         if known is None:
             try:
-                data[_HEAD.size : hlen].decode()
+                data[_HEAD.size : send_end].decode()
             except UnicodeDecodeError:
                 raise Dropped("garbage") from None
             raise Dropped("unknown_sender")
@@ -260,6 +317,11 @@ class Opener:
                 frame = self._gcm.decrypt(nonce, data[hlen:], data[:hlen])
             except InvalidTag:
                 raise Dropped("bad_tag") from None
+        if self._receiver is not None:
+            if hlen > send_end + 1 and data[send_end + 1 : hlen] != self._receiver:
+                raise Dropped("replay")  # a unicast to another member, resent here
+            if sender == self._own:
+                raise Dropped("own_packet")
         win = self._windows.get(sender)
         if win is None:
             self._windows[sender] = _Window(seq)

@@ -38,10 +38,22 @@ COUNTERS = (  # name (without _total), key in status["metrics"], help
     ("ringcast_submitted", "submitted", "Messages multicast by this node."),
     ("ringcast_token", "tokens", "Token visits recorded by the protocol."),
     ("ringcast_views", "views", "Views installed."),
-    ("ringcast_packets_in", "packets_in", "Datagrams received."),
+    ("ringcast_packets_in", "packets_in", "Datagrams received (handled + dropped)."),
+    ("ringcast_packets_handled", "handled", "Datagrams received and handed to the protocol."),
+    ("ringcast_handler_errors", "handler_errors", "Received messages the protocol failed on."),
     ("ringcast_packets_out", "packets_out", "Datagrams sent."),
     ("ringcast_bytes_in", "bytes_in", "Bytes received."),
     ("ringcast_bytes_out", "bytes_out", "Bytes sent."),
+)
+
+REASONED = (  # name (without _total), key in status["metrics"], help; labelled by reason
+    ("ringcast_dropped", "drops", "Received datagrams dropped before the protocol saw them."),
+    ("ringcast_send_dropped", "send_drops", "Datagrams this node did not send."),
+    (
+        "ringcast_protocol_dropped",
+        "protocol_drops",
+        "Messages, submits or timers the protocol threw away (its drop records).",
+    ),
 )
 
 
@@ -81,12 +93,11 @@ class NodeCollector(Collector):
             c = CounterMetricFamily(name, help_, labels=names)
             c.add_metric(values, m.get(key, 0))
             yield c
-        drops = CounterMetricFamily(
-            "ringcast_dropped", "Datagrams dropped.", labels=[*names, "reason"]
-        )
-        for reason, n in sorted((m.get("drops") or {}).items()):
-            drops.add_metric([*values, reason], n)
-        yield drops
+        for name, key, help_ in REASONED:
+            family = CounterMetricFamily(name, help_, labels=[*names, "reason"])
+            for reason, n in sorted((m.get(key) or {}).items()):
+                family.add_metric([*values, reason], n)
+            yield family
         v = st.get("view")
         gauges = (
             (
