@@ -318,10 +318,10 @@ class Opener:
             except InvalidTag:
                 raise Dropped("bad_tag") from None
         if self._receiver is not None:
+            if sender == self._own:
+                raise Dropped("own_packet")  # looped back or bounced, whoever it was for
             if hlen > send_end + 1 and data[send_end + 1 : hlen] != self._receiver:
                 raise Dropped("replay")  # a unicast to another member, resent here
-            if sender == self._own:
-                raise Dropped("own_packet")
         win = self._windows.get(sender)
         if win is None:
             self._windows[sender] = _Window(seq)
