@@ -107,3 +107,25 @@ def test_without_packet_tracing_only_the_drop_names_a_network() -> None:
     interp.apply([Send("B", Probe(1)), Multicast(Probe(1), 3), Record("token", {})], 10)
     assert [(r.kind, r.network) for r in _rows(sink)] == [("drop", 3), ("token", None)]
     assert io.out == [("send", "B", (0,))]
+
+
+def test_the_protocols_drop_records_are_counted_by_the_first_clause_of_their_reason() -> None:
+    interp, _, _ = _interp(networks=1, packets=False)
+    interp.apply(
+        [
+            Record.of("drop", reason="invalid Token: seq -1"),
+            Record.of("drop", reason="invalid Token: aru 9"),
+            Record.of("drop", reason="for_an_earlier_incarnation", src="B"),
+            Record.of("drop"),
+            Record("token", {}),
+        ],
+        10,
+    )
+    assert interp.drops == {
+        "invalid Token": 2,
+        "for_an_earlier_incarnation": 1,
+        "unspecified": 1,
+    }
+    many = [Record.of("drop", reason=f"reason {k}") for k in range(100)]
+    interp.apply(many, 11)
+    assert len(interp.drops) == 64 + 1 and interp.drops["other"] == 100 - 61

@@ -154,7 +154,8 @@ def test_duplicates_and_reordering_directly() -> None:
     dup, _ = rt.on_data("A", RtData(2, 0, 0, m[0]), 0)
     assert dup == []
     old, effects = rt.on_data("A", RtData(1, 2, 0, m[2]), 0)
-    assert old == [] and effects == []  # an older incarnation is ignored
+    assert old == []  # an older incarnation is thrown away, and recorded as a drop
+    assert [e.kind for e in effects if isinstance(e, Record)] == ["drop"]
 
 
 @pytest.mark.parametrize(
@@ -376,6 +377,18 @@ def test_frames_for_an_earlier_incarnation_keep_their_place_in_the_sequence() ->
     assert up == [] and effects == [Send("A", RtAck(1, 4, 3), 0)]
     up, _ = rt.on_data("A", RtData(1, 4, 1, m[4], 0), 0)
     assert [e.msg for e in up] == [m[4]]
+
+
+def test_a_frame_from_an_earlier_incarnation_of_its_sender_is_dropped_and_recorded() -> None:
+    rt = ReliableUnicast("B", rto=1000, max_tries=3, storage={})
+    m = BasicData("A:1", b"", "fifo")
+    up, _ = rt.on_data("A", RtData(2, 0, 0, m, 0), 0)
+    assert [e.msg for e in up] == [m]
+    up, effects = rt.on_data("A", RtData(1, 5, 0, m, 0), 0)  # A's boot before
+    assert up == []
+    assert effects == [
+        Record.of("drop", reason="from_an_earlier_incarnation", src="A", incarnation=1)
+    ]
 
 
 def test_a_destination_incarnation_above_the_receivers_own_is_handed_up() -> None:

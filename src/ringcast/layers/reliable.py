@@ -296,7 +296,15 @@ class ReliableUnicast:
                 start = floor[1]
             ib = self._in[src] = _Inbound(frame.incarnation, start, now)
         elif frame.incarnation < ib.incarnation:
-            return [], []  # a frame from an older incarnation of src: it is gone
+            # a frame from an older incarnation of src, which is gone: thrown away, counted
+            return [], [
+                Record.of(
+                    "drop",
+                    reason="from_an_earlier_incarnation",
+                    src=src,
+                    incarnation=frame.incarnation,
+                )
+            ]
         if frame.base > ib.expected:
             # The sender gave up on (or had acked) everything below base: skip ahead.
             ib.expected = frame.base
