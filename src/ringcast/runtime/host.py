@@ -337,7 +337,8 @@ class NodeHost:
             if d.detail and d.reason not in self._told:
                 self._told.add(d.reason)  # once a reason: what to do about it
                 self.log.warning(d.detail, fields={"reason": d.reason})
-            if self._warn.ready():
+            if self._warn.ready() and not (d.reason == "own_packet" and self._mcast):
+                # (in multicast mode a node reads each of its own multicasts back)
                 self.log.warning(
                     "dropped packets", fields={"reason": d.reason, "drops": dict(m.drops)}
                 )
