@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from ringcast import references
 from ringcast.protocols import registry
 from ringcast.protocols.registry import DEFAULT_CLAIMS, PROPERTIES, ProtocolSpec
 
@@ -35,10 +36,11 @@ _OVERRIDES: dict[str, frozenset[str]] = {}
 
 
 def _spec(protocol: str) -> ProtocolSpec | None:
+    """The protocol's spec: a family's, or a reference system's (ringcast.references)."""
     try:
         return registry.get(protocol)
     except ValueError:
-        return None
+        return references.get(protocol)
 
 
 def claims(protocol: str, overrides: Mapping[str, Iterable[str]] | None = None) -> frozenset[str]:

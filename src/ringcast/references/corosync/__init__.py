@@ -1,0 +1,230 @@
+"""corosync as a reference system: its closed process groups (CPG) recorded in ringcast's
+trace schema, so that the lab checks corosync's histories with the checks it holds
+ringcast's Totem to.
+
+corosync (Debian's package) implements the Totem single-ring protocol of the Totem
+paper (Amir et al.) with extended virtual synchrony; CPG is its group messaging API
+(``cpg.h``). What it claims, and the lab holds its traces to (:data:`SPEC`): agreed
+total order within a configuration, virtual synchrony, integrity and FIFO order per
+sender.
+
+The recorder is a small CPG client written for ringcast (``cpg_recorder.c`` beside this
+file; nothing of corosync's code), built with the system's C compiler against
+``libcpg-dev`` at first use into a cache (:func:`build`). :func:`record` runs it on one
+node, beside that node's corosync, and turns what it prints into trace rows:
+
+* ``view``: each configuration of the group, named by the node map (``1`` -> ``n1``),
+  never transitional. CPG gives a group's configuration no id of its own: a process
+  joining or leaving the group changes it within one totem ring. Its id here is the
+  totem ring id it belongs to (``NODEID.SEQ``, the same at every member) and the member
+  node ids, which is what identifies it; so view agreement holds by construction and
+  is not claimed. CPG tells a configuration that a new ring brings before it tells the
+  ring (``cpg_totem_confchg_fn`` follows ``cpg_confchg_fn``), so a configuration is
+  held until the next event: a ring names it, anything else leaves it in the ring in
+  force;
+* ``submit`` / ``deliver``: each multicast (agreed order) and each delivery, the
+  message id ``node:counter`` carried in the payload;
+* ``fault`` ``{"action":"stopped"}`` when the recorder ends on its own (its corosync
+  went away), so that the lab judges the node crashed there.
+
+:func:`corosync_conf` writes one node's ``corosync.conf`` (udpu or knet, the token and
+consensus timeouts given).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from ringcast.protocols.registry import ProtocolSpec
+
+NAME = "corosync"
+SOURCE = Path(__file__).with_name("cpg_recorder.c")
+
+
+class ReferenceUnavailable(RuntimeError):
+    """corosync, its CPG library or a C compiler is missing and cannot be installed."""
+
+
+def _not_simulated(ctx: Any) -> Any:
+    raise ReferenceUnavailable(
+        "corosync is a reference system: it runs on real processes only "
+        "(ringcast.references.corosync.record)"
+    )
+
+
+SPEC = ProtocolSpec(
+    name=NAME,
+    factory=_not_simulated,
+    doc="corosync's closed process groups (CPG), recorded by ringcast's CPG client",
+    claims=frozenset({"total_order", "integrity", "fifo", "virtual_synchrony"}),
+    order_scope="view",
+    total_orders=("agreed",),
+    converge_on="members",
+)
+"""What the lab holds corosync's traces to (looked up by ``protocol = "corosync"``)."""
+
+
+def ensure_installed() -> None:
+    """Install Debian's corosync and libcpg-dev when missing (as root), or explain."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if shutil.which("corosync") and Path("/usr/include/corosync/cpg.h").exists() and compiler:
+        return
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        raise ReferenceUnavailable(
+            "corosync, libcpg-dev and a C compiler are needed: "
+            "apt-get install corosync libcpg-dev gcc"
+        )
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-qq", "corosync", "libcpg4", "libcpg-dev", "gcc"],
+    ):
+        done = subprocess.run(cmd, capture_output=True, env=env, timeout=600)
+        if done.returncode != 0:
+            raise ReferenceUnavailable(
+                f"could not install corosync: {' '.join(cmd)}: "
+                + done.stderr.decode(errors="replace").strip()[-300:]
+            )
+
+
+def build(cache: Path | None = None) -> Path:
+    """The recorder's executable, compiled at first use (and again when its source
+    changes) into ``cache`` (default: ``$XDG_CACHE_HOME/ringcast`` or ``~/.cache``)."""
+    ensure_installed()
+    source = SOURCE.read_bytes()
+    tag = hashlib.sha256(source).hexdigest()[:12]
+    base = cache or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ringcast"
+    exe = base / f"cpg_recorder-{tag}"
+    if exe.exists():
+        return exe
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise ReferenceUnavailable("a C compiler (cc or gcc) is needed to build the recorder")
+    base.mkdir(parents=True, exist_ok=True)
+    tmp = base / f".{exe.name}.{os.getpid()}"
+    done = subprocess.run(
+        [cc, "-O2", "-Wall", "-o", str(tmp), str(SOURCE), "-lcpg"],
+        capture_output=True,
+        timeout=120,
+    )
+    if done.returncode != 0:
+        raise ReferenceUnavailable(
+            "building the CPG recorder failed: " + done.stderr.decode(errors="replace")[-500:]
+        )
+    tmp.replace(exe)
+    return exe
+
+
+def corosync_conf(
+    *,
+    cluster: str,
+    nodes: Sequence[tuple[str, int, str]],
+    transport: str = "udpu",
+    token_ms: int = 1000,
+    consensus_ms: int | None = None,
+    log_file: Path | None = None,
+) -> str:
+    """One ``corosync.conf`` for every node: ``nodes`` are (name, nodeid, address); the
+    token timeout in force is ``token_ms`` whatever the number of nodes (no
+    ``token_coefficient``), consensus 1.2 times it unless given (corosync's default)."""
+    if transport not in ("udpu", "knet"):
+        raise ValueError(f"corosync transport {transport!r}: udpu or knet")
+    consensus = consensus_ms if consensus_ms is not None else int(token_ms * 1.2)
+    crypto = "    crypto_cipher: none\n    crypto_hash: none\n" if transport == "knet" else ""
+    lines = [
+        "totem {",
+        "    version: 2",
+        f"    cluster_name: {cluster}",
+        f"    transport: {transport}",
+        f"    token: {token_ms}",
+        "    token_coefficient: 0",
+        f"    consensus: {consensus}",
+        crypto.rstrip("\n"),
+        "}",
+        "nodelist {",
+    ]
+    for name, nodeid, address in nodes:
+        lines += [
+            "    node {",
+            f"        ring0_addr: {address}",
+            f"        nodeid: {nodeid}",
+            f"        name: {name}",
+            "    }",
+        ]
+    lines += ["}", "quorum {", "    provider: corosync_votequorum", "}", "logging {"]
+    if log_file is not None:
+        lines += ["    to_logfile: yes", f"    logfile: {log_file}", "    to_stderr: no"]
+    lines += ["    to_syslog: no", "    timestamp: on", "}", "system {"]
+    lines += ["    sched_rr: no", "    priority: 0", "}"]
+    return "\n".join(line for line in lines if line) + "\n"
+
+
+class Recording:
+    """Turns the recorder's lines into trace rows through ``add(t, kind, **columns)`` (a
+    :class:`~ringcast.runtime.tracelog.TraceLog`'s), node ids named by ``names``."""
+
+    def __init__(
+        self, add: Any, names: Mapping[int, str], on_view: Any = None, on_delivered: Any = None
+    ):
+        self.add = add
+        self.on_view = on_view
+        """Told ``(view id, members)`` of each configuration (the wrapper logs it)."""
+        self.on_delivered = on_delivered
+        """Told the count of deliveries every 50 (the wrapper logs it)."""
+        self.names = dict(names)
+        self.ring: str | None = None
+        self._held: list[tuple[int, list[int]]] = []
+        self.ended: str | None = None
+        self.counts = {"submit": 0, "deliver": 0, "view": 0}
+
+    def line(self, text: str) -> None:
+        try:
+            ev = json.loads(text)
+        except json.JSONDecodeError:
+            return  # (a line cut by a kill)
+        k, t = ev.get("k"), int(ev.get("t", 0))
+        if k == "view":
+            self._held.append((t, list(ev["members"])))
+            return
+        if k == "ring":
+            self.ring = ev["ring"]
+        held, self._held = self._held, []
+        for at, ids in held:
+            self._view(at, ids)
+        if k == "ring":
+            return
+        elif k == "submit":
+            self.add(t, "submit", ev["msg"], "agreed", size=int(ev["size"]))
+        elif k == "deliver":
+            self.add(t, "deliver", ev["msg"], "agreed", size=int(ev["size"]))
+        elif k == "end":
+            self.ended = str(ev.get("why"))
+            if self.ended in ("stopped", "time"):  # it left the group
+                self.add(t, "fault", detail=json.dumps({"action": "leave"}))
+            else:  # its corosync went away: a crash of the node
+                self.add(t, "fault", detail=json.dumps({"action": "crash", "why": self.ended}))
+            return
+        else:
+            return
+        self.counts[k] = self.counts.get(k, 0) + 1
+        if k == "deliver" and self.on_delivered is not None and self.counts[k] % 50 == 0:
+            self.on_delivered(self.counts[k])
+
+    def _view(self, t: int, ids: list[int]) -> None:
+        members = [self.names.get(m, str(m)) for m in ids]
+        view = f"{self.ring}:{'+'.join(str(m) for m in sorted(ids))}"
+        self.add(t, "view", view=view, members=members, transitional=False)
+        self.counts["view"] += 1
+        if self.on_view is not None:
+            self.on_view(view, members)
+
+    def read(self, stream: IO[str]) -> None:
+        for text in stream:
+            self.line(text)
