@@ -1,5 +1,6 @@
 """Reference systems: the implementations the seeds describe, run for real beside
-ringcast's families and recorded in the same trace schema (corosync's CPG for Totem).
+ringcast's families and recorded in the same trace schema (corosync's CPG for Totem, Tomcat's
+NonBlockingCoordinator for Tribes).
 
 Each is one package here with a ``SPEC`` (a
 :class:`~ringcast.protocols.registry.ProtocolSpec` that cannot be simulated) declaring
@@ -12,7 +13,10 @@ import importlib
 
 from ringcast.protocols.registry import ProtocolSpec
 
-REFERENCES: dict[str, str] = {"corosync": "ringcast.references.corosync"}
+REFERENCES: dict[str, str] = {
+    "corosync": "ringcast.references.corosync",
+    "tomcat-tribes": "ringcast.references.tribes",
+}
 """Reference name -> the module holding its ``SPEC``."""
 
 

@@ -34,15 +34,15 @@ consensus timeouts given).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ringcast.protocols.registry import ProtocolSpec
+from ringcast.references.recording import Recording
 
 NAME = "corosync"
 SOURCE = Path(__file__).with_name("cpg_recorder.c")
@@ -166,65 +166,26 @@ def corosync_conf(
     return "\n".join(line for line in lines if line) + "\n"
 
 
-class Recording:
-    """Turns the recorder's lines into trace rows through ``add(t, kind, **columns)`` (a
-    :class:`~ringcast.runtime.tracelog.TraceLog`'s), node ids named by ``names``."""
+class CpgRecording(Recording):
+    """A CPG recorder's output as trace rows, node ids named by ``names``: a
+    configuration is held until the next event, which names its ring if it is one
+    (the module's doc)."""
 
-    def __init__(
-        self, add: Any, names: Mapping[int, str], on_view: Any = None, on_delivered: Any = None
-    ):
-        self.add = add
-        self.on_view = on_view
-        """Told ``(view id, members)`` of each configuration (the wrapper logs it)."""
-        self.on_delivered = on_delivered
-        """Told the count of deliveries every 50 (the wrapper logs it)."""
+    def __init__(self, add: Any, names: Mapping[int, str], **hooks: Any):
+        super().__init__(add, "agreed", **hooks)
         self.names = dict(names)
         self.ring: str | None = None
         self._held: list[tuple[int, list[int]]] = []
-        self.ended: str | None = None
-        self.counts = {"submit": 0, "deliver": 0, "view": 0}
 
-    def line(self, text: str) -> None:
-        try:
-            ev = json.loads(text)
-        except json.JSONDecodeError:
-            return  # (a line cut by a kill)
-        k, t = ev.get("k"), int(ev.get("t", 0))
+    def event(self, k: str, t: int, ev: dict[str, Any]) -> None:
         if k == "view":
-            self._held.append((t, list(ev["members"])))
+            self._held.append((t, [int(m) for m in ev["members"]]))
             return
         if k == "ring":
-            self.ring = ev["ring"]
+            self.ring = str(ev["ring"])
         held, self._held = self._held, []
         for at, ids in held:
-            self._view(at, ids)
-        if k == "ring":
-            return
-        elif k == "submit":
-            self.add(t, "submit", ev["msg"], "agreed", size=int(ev["size"]))
-        elif k == "deliver":
-            self.add(t, "deliver", ev["msg"], "agreed", size=int(ev["size"]))
-        elif k == "end":
-            self.ended = str(ev.get("why"))
-            if self.ended in ("stopped", "time"):  # it left the group
-                self.add(t, "fault", detail=json.dumps({"action": "leave"}))
-            else:  # its corosync went away: a crash of the node
-                self.add(t, "fault", detail=json.dumps({"action": "crash", "why": self.ended}))
-            return
-        else:
-            return
-        self.counts[k] = self.counts.get(k, 0) + 1
-        if k == "deliver" and self.on_delivered is not None and self.counts[k] % 50 == 0:
-            self.on_delivered(self.counts[k])
-
-    def _view(self, t: int, ids: list[int]) -> None:
-        members = [self.names.get(m, str(m)) for m in ids]
-        view = f"{self.ring}:{'+'.join(str(m) for m in sorted(ids))}"
-        self.add(t, "view", view=view, members=members, transitional=False)
-        self.counts["view"] += 1
-        if self.on_view is not None:
-            self.on_view(view, members)
-
-    def read(self, stream: IO[str]) -> None:
-        for text in stream:
-            self.line(text)
+            names = [self.names.get(m, str(m)) for m in ids]
+            self.view(at, f"{self.ring}:{'+'.join(str(m) for m in sorted(ids))}", names)
+        if k != "ring":
+            super().event(k, t, ev)

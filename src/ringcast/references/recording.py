@@ -1,0 +1,165 @@
+"""What every reference system's recorder shares: its output (one JSON object a line,
+``k`` the kind, ``t`` CLOCK_MONOTONIC nanoseconds) turned into trace rows, and the
+wrapper that runs a recorder beside one node and writes its trace segments.
+
+The kinds a recorder prints: ``view`` (``view`` id, ``members`` by name, optionally
+``coordinator``), ``submit`` and ``deliver`` (``msg`` id ``node:counter``, ``size``),
+``end`` (``why``: ``stopped`` or ``time`` when it left the group, anything else when
+its system went away). A recorder that dies without an ``end`` (``kill -9``) is taken
+for a crash at the moment its output ended.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from ringcast.runtime.log import node_logger, setup_logging
+from ringcast.runtime.storage import StateStore
+from ringcast.runtime.tracelog import TraceLog
+
+Add = Callable[..., None]
+
+
+class Recording:
+    """Turns a recorder's lines into trace rows through ``add(t, kind, **columns)`` (a
+    :class:`~ringcast.runtime.tracelog.TraceLog`'s); ``order`` is the delivery order the
+    system gives (``agreed``, ``fifo``)."""
+
+    def __init__(
+        self,
+        add: Add,
+        order: str,
+        on_view: Callable[[str, list[str]], None] | None = None,
+        on_delivered: Callable[[int], None] | None = None,
+    ):
+        self.add = add
+        self.order = order
+        self.on_view = on_view
+        """Told ``(view id, members)`` of each configuration (the wrapper logs it)."""
+        self.on_delivered = on_delivered
+        """Told the count of deliveries every 50 (the wrapper logs it)."""
+        self.ended: str | None = None
+        self.counts = {"submit": 0, "deliver": 0, "view": 0}
+
+    def line(self, text: str) -> None:
+        try:
+            ev = json.loads(text)
+        except json.JSONDecodeError:
+            return  # (a line cut by a kill)
+        if isinstance(ev, dict) and "k" in ev and "t" in ev:
+            self.event(str(ev["k"]), int(ev["t"]), ev)
+
+    def event(self, k: str, t: int, ev: dict[str, Any]) -> None:
+        if self.ended is not None:
+            return  # (a member that left may still see its own group shrink to itself)
+        if k == "view":
+            self.view(t, str(ev["view"]), [str(m) for m in ev["members"]], ev.get("coordinator"))
+        elif k in ("submit", "deliver"):
+            self.add(t, k, ev["msg"], self.order, size=int(ev["size"]))
+            self.counts[k] += 1
+            if k == "deliver" and self.on_delivered is not None and self.counts[k] % 50 == 0:
+                self.on_delivered(self.counts[k])
+        elif k == "end":
+            self.end(t, str(ev.get("why")))
+
+    def view(self, t: int, view: str, members: list[str], coordinator: Any = None) -> None:
+        self.add(t, "view", view=view, members=members, transitional=False)
+        if coordinator is not None:
+            self.add(t, "leader", view=view, detail=json.dumps({"leader": str(coordinator)}))
+        self.counts["view"] += 1
+        if self.on_view is not None:
+            self.on_view(view, members)
+
+    def end(self, t: int, why: str) -> None:
+        if self.ended is not None:
+            return
+        self.ended = why
+        if why in ("stopped", "time"):  # it left the group
+            self.add(t, "fault", detail=json.dumps({"action": "leave"}))
+        else:  # its system went away under it: a crash of the node
+            self.add(t, "fault", detail=json.dumps({"action": "crash", "why": why}))
+
+
+def arguments(prog: str) -> argparse.ArgumentParser:
+    """The options every recorder wrapper takes."""
+    ap = argparse.ArgumentParser(prog=prog)
+    ap.add_argument("--name", required=True, help="this node's name in the trace")
+    ap.add_argument("--trace-dir", type=Path, required=True)
+    ap.add_argument("--state-dir", type=Path, required=True)
+    ap.add_argument("--run", required=True)
+    ap.add_argument("--origin-ns", type=int, required=True)
+    ap.add_argument("--rate", type=float, default=50.0, help="multicasts a second (0: flat out)")
+    ap.add_argument("--size", type=int, default=100)
+    ap.add_argument("--seconds", type=float, default=3600.0)
+    ap.add_argument("--rotate", type=float, default=5.0, help="seconds a trace segment spans")
+    return ap
+
+
+def run(
+    args: argparse.Namespace,
+    protocol: str,
+    cmd: Sequence[str],
+    make: Callable[[Add, Callable[[str, list[str]], None], Callable[[int], None]], Recording],
+) -> int:
+    """Run recorder ``cmd``, turning its output into the trace of node ``args.name``
+    (JSON-lines segments of ``protocol``); its raw output kept in the state directory.
+    SIGTERM and SIGINT are passed on to the recorder. 0 when it ended with ``end``."""
+    store = StateStore(args.state_dir)
+    boot = int(store.get("host.boots") or b"0") + 1
+    store.put("host.boots", str(boot).encode())
+    trace = TraceLog(
+        args.trace_dir,
+        run=args.run,
+        node=args.name,
+        fmt="jsonl",
+        origin_ns=args.origin_ns,
+        store=store,
+        boot=boot,
+        protocol=protocol,
+        rotate_ns=int(args.rotate * 1e9),
+    )
+    setup_logging()
+    log = node_logger(args.name)
+    rec = make(
+        trace.add,
+        lambda view, members: log.info(
+            "view installed", fields={"view": view, "members": members, "transitional": False}
+        ),
+        lambda count: log.info("delivered", fields={"delivered": count}),
+    )
+    proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, text=True)
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        proc.send_signal(signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    assert proc.stdout is not None
+    events = args.state_dir / f"{protocol}-events.{boot}.jsonl"  # what the recorder printed
+    try:
+        with open(events, "w") as raw:
+            for line in proc.stdout:
+                raw.write(line)
+                rec.line(line)
+                trace.tick()
+        if rec.ended is None:  # killed: the node crashed when its output ended
+            rec.end(time.monotonic_ns(), f"recorder ended with status {proc.wait()}")
+    finally:
+        proc.wait()
+        trace.close()
+    log.info("recorder ended", fields={"why": rec.ended})
+    return 0 if rec.ended in ("stopped", "time") else 1
+
+
+def fail(message: str) -> int:
+    print(f"ringcast: {message}", file=sys.stderr)
+    return 2
