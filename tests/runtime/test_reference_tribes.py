@@ -53,7 +53,7 @@ def test_tribes_under_a_crash_holds_its_claims(spark: Any, tmp_path: Path, java:
     members: dict[str, subprocess.Popen[bytes]] = {}
     try:
         with lab(HOSTS, [SUBNET], prefix="rct") as the_lab, watching(tmp_path, HOSTS) as logs:
-            for n, ns in the_lab.hosts.items():  # McastService's group goes out on eth0
+            for ns in the_lab.hosts.values():  # McastService's group goes out on eth0
                 ip("-n", ns, "route", "add", "224.0.0.0/4", "dev", "eth0")
             for k, (n, ns) in enumerate(the_lab.hosts.items(), start=1):
                 members[n] = _member(ns, n, k, tmp_path, run, origin)
