@@ -24,8 +24,9 @@ from ringcast.lab.properties import claims
 from ringcast.references import corosync
 
 from .conftest import NETNS_HOSTS as HOSTS
-from .conftest import LogWatch, watching
+from .conftest import watching
 from .netns import IP, NetnsUnavailable, await_views, lab, requires_netns
+from .recorders import await_delivered, delivered_so_far
 
 pytestmark = requires_netns
 
@@ -91,12 +92,12 @@ def test_corosync_under_a_crash_holds_its_claims(
                 procs.append(recorders[n])
             await_views(logs, {n: set(HOSTS) for n in HOSTS}, 30, "a view of all three")
             for n in HOSTS:
-                _delivered(logs[n], 150, 30)
+                await_delivered(logs[n], 150, 30)
             daemons["n3"].kill()  # kill -9 of the ip netns exec's corosync
             subprocess.run(["pkill", "-9", "-f", f"corosync -f -c {tmp_path}/n3/"], check=False)
             await_views(logs, {n: {"n1", "n2"} for n in ("n1", "n2")}, 30, "n1 and n2 alone")
             for n in ("n1", "n2"):  # the two go on delivering after the crash
-                _delivered(logs[n], _count(logs[n]) + 100, 30)
+                await_delivered(logs[n], delivered_so_far(logs[n]) + 100, 30)
             for n in ("n1", "n2"):
                 recorders[n].terminate()
             for p in recorders.values():
@@ -114,18 +115,3 @@ def test_corosync_under_a_crash_holds_its_claims(
     assert doc["ok"] is True, {n: p["counterexamples"] for n, p in props.items()}
     for name in claims("corosync"):
         assert props[name]["status"] == "holds", name
-
-
-def _count(log: LogWatch) -> int:
-    """The deliveries the recorder's log reports so far (every 50)."""
-    log.refresh()
-    counts = [r["delivered"] for r in log.records if r.get("msg") == "delivered"]
-    return max(counts, default=0)
-
-
-def _delivered(log: LogWatch, least: int, timeout: float) -> None:
-    log.wait_for(
-        lambda recs: any(r.get("msg") == "delivered" and r["delivered"] >= least for r in recs),
-        timeout,
-        f"{least} deliveries",
-    )

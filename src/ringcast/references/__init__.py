@@ -1,6 +1,6 @@
 """Reference systems: the implementations the seeds describe, run for real beside
 ringcast's families and recorded in the same trace schema (corosync's CPG for Totem, Tomcat's
-NonBlockingCoordinator for Tribes).
+NonBlockingCoordinator for Tribes, JGroups for GMS).
 
 Each is one package here with a ``SPEC`` (a
 :class:`~ringcast.protocols.registry.ProtocolSpec` that cannot be simulated) declaring
@@ -16,6 +16,7 @@ from ringcast.protocols.registry import ProtocolSpec
 REFERENCES: dict[str, str] = {
     "corosync": "ringcast.references.corosync",
     "tomcat-tribes": "ringcast.references.tribes",
+    "jgroups": "ringcast.references.jgroups",
 }
 """Reference name -> the module holding its ``SPEC``."""
 

@@ -42,14 +42,13 @@ from pathlib import Path
 from typing import Any
 
 from ringcast.protocols.registry import ProtocolSpec
+from ringcast.references.java import ReferenceUnavailable, apt_install, cache_dir
 from ringcast.references.recording import Recording
+
+__all__ = ["NAME", "SPEC", "CpgRecording", "ReferenceUnavailable", "build", "corosync_conf"]
 
 NAME = "corosync"
 SOURCE = Path(__file__).with_name("cpg_recorder.c")
-
-
-class ReferenceUnavailable(RuntimeError):
-    """corosync, its CPG library or a C compiler is missing and cannot be installed."""
 
 
 def _not_simulated(ctx: Any) -> Any:
@@ -72,26 +71,11 @@ SPEC = ProtocolSpec(
 
 
 def ensure_installed() -> None:
-    """Install Debian's corosync and libcpg-dev when missing (as root), or explain."""
+    """Install Debian's corosync and libcpg-dev (and a C compiler) when missing, as root."""
     compiler = shutil.which("cc") or shutil.which("gcc")
     if shutil.which("corosync") and Path("/usr/include/corosync/cpg.h").exists() and compiler:
         return
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        raise ReferenceUnavailable(
-            "corosync, libcpg-dev and a C compiler are needed: "
-            "apt-get install corosync libcpg-dev gcc"
-        )
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for cmd in (
-        ["apt-get", "update", "-qq"],
-        ["apt-get", "install", "-y", "-qq", "corosync", "libcpg4", "libcpg-dev", "gcc"],
-    ):
-        done = subprocess.run(cmd, capture_output=True, env=env, timeout=600)
-        if done.returncode != 0:
-            raise ReferenceUnavailable(
-                f"could not install corosync: {' '.join(cmd)}: "
-                + done.stderr.decode(errors="replace").strip()[-300:]
-            )
+    apt_install(["corosync", "libcpg4", "libcpg-dev", "gcc", "libc6-dev"], "corosync")
 
 
 def build(cache: Path | None = None) -> Path:
@@ -100,7 +84,7 @@ def build(cache: Path | None = None) -> Path:
     ensure_installed()
     source = SOURCE.read_bytes()
     tag = hashlib.sha256(source).hexdigest()[:12]
-    base = cache or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ringcast"
+    base = cache or cache_dir()
     exe = base / f"cpg_recorder-{tag}"
     if exe.exists():
         return exe

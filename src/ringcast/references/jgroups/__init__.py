@@ -1,0 +1,54 @@
+"""JGroups 2.12 as a reference system: members of a JGroups group on its default UDP
+stack, recorded in ringcast's trace schema, so that the lab checks JGroups' histories
+with the checks it holds ringcast's ``gms`` family to.
+
+ringcast's ``gms`` implements JGroups' group membership and the reliable view
+installation of JGRP-136; this runs JGroups itself (Debian's ``libjgroups-java``,
+JGroups 2.12.2, whose default stack ``udp.xml`` has GMS with view acknowledgements,
+MERGE2 and NAKACK). What the lab holds its traces to (:data:`SPEC`): view agreement,
+one coordinator per view (the view's first member), integrity and FIFO order per
+sender (NAKACK's).
+
+The recorder is a small Java program written for ringcast (``JGroupsRecorder.java``
+beside this file; nothing of JGroups' code), compiled with ``javac`` at first use into a
+cache. Its views are named as JGroups names them, by the view id's creator and number
+(``n1:3``); the member names are the channels' logical names.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ringcast.protocols.registry import ProtocolSpec
+from ringcast.references import java
+from ringcast.references.java import ReferenceUnavailable
+
+__all__ = ["JARS", "NAME", "SPEC", "ReferenceUnavailable", "build"]
+
+NAME = "jgroups"
+SOURCE = Path(__file__).with_name("JGroupsRecorder.java")
+JARS = ("/usr/share/java/jgroups.jar",)
+
+
+def _not_simulated(ctx: Any) -> Any:
+    raise ReferenceUnavailable(
+        "jgroups is a reference system: it runs on real processes only "
+        "(python -m ringcast.references.jgroups)"
+    )
+
+
+SPEC = ProtocolSpec(
+    name=NAME,
+    factory=_not_simulated,
+    doc="JGroups 2.12 on its default UDP stack, recorded by ringcast's JGroups member",
+    claims=frozenset({"view_agreement", "leader_agreement", "integrity", "fifo"}),
+    total_orders=(),
+    converge_on="members",
+)
+"""What the lab holds JGroups' traces to (looked up by ``protocol = "jgroups"``)."""
+
+
+def build() -> list[str]:
+    """The ``java`` command line that runs the recorder (compiled at first use)."""
+    return java.build(SOURCE, "JGroupsRecorder", JARS, "libjgroups-java", "JGroups")
