@@ -5,7 +5,8 @@ traces are checked by the lab with corosync's own claims (ringcast.references.co
 total order within a configuration, virtual synchrony, integrity, FIFO; and the
 survivors' last configuration is the two of them.
 
-Token timeout 1000 ms (corosync's default, without the per-node coefficient).
+Over both of corosync's unicast transports, udpu and knet; token timeout 1000 ms
+(corosync's default, without the per-node coefficient).
 """
 
 from __future__ import annotations
@@ -66,19 +67,20 @@ def _recorder(ns: str, d: Path, name: str, tmp: Path, run: str, origin: int) -> 
         return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
 
 
+@pytest.mark.parametrize("transport", ["udpu", "knet"])
 def test_corosync_under_a_crash_holds_its_claims(
-    spark: Any, tmp_path: Path, recorder: Path
+    spark: Any, tmp_path: Path, recorder: Path, transport: str
 ) -> None:
     if shutil.which("corosync") is None:
         pytest.skip("corosync is not installed")
-    run, origin = "corosync:crash", time.time_ns()
+    run, origin = f"corosync-{transport}:crash", time.time_ns()
     procs: list[subprocess.Popen[bytes]] = []
     try:
         with lab(HOSTS, [SUBNET], prefix="rcc") as the_lab, watching(tmp_path, HOSTS) as logs:
             conf = corosync.corosync_conf(
                 cluster="rc",
                 nodes=[(n, k, f"{SUBNET}.{k}") for k, n in enumerate(HOSTS, 1)],
-                log_file=None,
+                transport=transport,
             )
             daemons, recorders = {}, {}
             for n, ns in the_lab.hosts.items():
