@@ -10,14 +10,23 @@ every message of the scope (the common case), comparing every other node with it
 is exact: two nodes that both agree with a superset order agree with each other, and a
 node that disagrees with it is a violation between the two. Ordered by the message's
 index at the reference, each node's own index must only grow, which ``lag`` checks
-between neighbours: a linear pass, no pair of nodes is formed. Scopes without such a
-complete node fall back to every pair of nodes that delivered a message (its index at
-each), checked the same way per pair.
+between neighbours: a linear pass, no pair of nodes is formed.
+
+A scope without such a complete node (crashes, late joiners: no node delivered every
+message) is first tested for a common order: the *precedence graph* has an edge from
+each delivery of a node to its next one. If p delivers a before b and q delivers b
+before a, the graph holds a path from a to b (p's) and one from b to a (q's): a cycle.
+So a scope whose graph has no cycle has no violation, exactly, and nothing more is
+done for it; the test is one topological sort per scope (Kahn's algorithm, in the
+executors: :func:`acyclic_scopes`), linear in the scope's deliveries. Only the scopes
+with a cycle (a protocol that broke total order, or nodes whose orders cannot be merged
+though no two of them disagree) go on to every pair of nodes that delivered a message
+(its index at each), checked as against the reference, for the counterexamples.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ringcast.lab.checks.context import (
     CheckContext,
@@ -89,9 +98,12 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
             F.col("t").alias("qt"),
         )
     )
-    # other scopes: every pair of nodes that delivered a message
+    # other scopes: those whose precedence graph has a cycle, every pair of nodes that
+    # delivered a message
+    incomplete = first.filter(~F.col("complete"))
+    cyclic = acyclic_scopes(incomplete).filter(~F.col("acyclic")).select("run", "scope")
     per_msg = (
-        first.filter(~F.col("complete"))
+        incomplete.join(cyclic, ["run", "scope"])
         .groupBy("run", "protocol", "scope", "msg")
         .agg(F.collect_list(F.struct("node", "i", "t")).alias("ds"))
         .filter(F.size("ds") > 1)
@@ -132,4 +144,51 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
             F.array("prev_pt", "pt", "qt", "prev_qt"),
             note,
         )
+    )
+
+
+def acyclic_scopes(first: DataFrame) -> DataFrame:
+    """Per (run, scope) of ``first`` (each node's first delivery of each message, with
+    its event index ``i``): ``acyclic``, whether the precedence graph (an edge from each
+    of a node's deliveries to its next) has no cycle. One sort per (run, scope, node) for
+    the edges, then Kahn's algorithm per scope in the executors (``applyInPandas``)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    w = Window.partitionBy("run", "scope", "node").orderBy("i")
+    edges = first.select("run", "scope", F.lag("msg").over(w).alias("a"), F.col("msg").alias("b"))
+    return edges.groupBy("run", "scope").applyInPandas(
+        _kahn, "run string, scope string, acyclic boolean"
+    )
+
+
+def _kahn(edges: Any) -> Any:
+    """One scope's ``a -> b`` edges (``a`` null: a node's first delivery) as a pandas
+    frame; one row: whether every message can be put in one order that keeps them."""
+    import pandas as pd
+
+    succ: dict[str, list[str]] = {}
+    indegree: dict[str, int] = {}
+    for a, b in zip(edges["a"], edges["b"], strict=True):
+        indegree.setdefault(b, 0)
+        if a is None or isinstance(a, float):  # null (pandas may give NaN)
+            continue
+        indegree.setdefault(a, 0)
+        succ.setdefault(a, []).append(b)
+        indegree[b] += 1
+    ready = [m for m, d in indegree.items() if d == 0]
+    placed = 0
+    while ready:
+        m = ready.pop()
+        placed += 1
+        for n in succ.get(m, ()):
+            indegree[n] -= 1
+            if indegree[n] == 0:
+                ready.append(n)
+    return pd.DataFrame(
+        {
+            "run": [edges["run"].iloc[0]],
+            "scope": [edges["scope"].iloc[0]],
+            "acyclic": [placed == len(indegree)],
+        }
     )
