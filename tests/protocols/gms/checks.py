@@ -115,3 +115,128 @@ def safety(rows: list[Row]) -> list[str]:
 
 def records(rows: list[Row], kind: str, node: str | None = None) -> list[Row]:
     return [r for r in rows if r["kind"] == kind and (node is None or r["node"] == node)]
+
+
+DOWN = ("crash", "leave", "pause")
+LIFE = ("crash", "restart", "join", "leave", "pause", "resume")
+RESETS = ("crash", "restart", "join", "leave")
+
+
+def merge_atomicity(rows: list[Row]) -> list[str]:
+    """The reference of the lab's ``merge_atomicity`` (``ringcast.lab.checks``), in
+    plain Python over one run's rows.
+
+    A *merge view* is a regular view that adds members to two or more of the views its
+    installers came from (each installer's regular view just before it, since its last
+    crash, restart, join or leave; a view those members only leave is not merged). It
+    fails when:
+
+    * partial: just before the view's first installation (the earliest ``t``), the
+      network is whole (no partition, or the last one healed) and a node outside the
+      view is alive (its last crash/restart/join/leave/pause/resume, if any, was not
+      a crash, leave or pause) and in one of the views being merged;
+    * partial after a heal: a node's first view adding members after a heal (before
+      the next partition or heal) lacks a node that was on another side of the healed
+      partition, has been alive since the heal (no life action since) and is in a view
+      just before that installation;
+    * overlapping: two merge views draw on one same earlier view and share members,
+      neither member set containing the other.
+    """
+    members: dict[str, tuple[str, ...]] = {}
+    sources: dict[str, set[str]] = defaultdict(set)
+    first: dict[str, tuple[int, str]] = {}
+    # per node, in event order: (t, view or None: a reset) and (t, life action)
+    views: dict[str, list[tuple[int, str | None]]] = defaultdict(list)
+    life: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    cuts: list[tuple[int, str, Any]] = []
+    adding: dict[str, list[tuple[int, str, tuple[str, ...], str]]] = defaultdict(list)
+    cur: dict[str, str] = {}
+    for r in sorted(rows, key=lambda r: (r["node"], r["i"])):
+        n, t = r["node"], r["t"]
+        if r["kind"] == "fault":
+            action = r["detail"].get("action")
+            if action in ("partition", "heal"):
+                cuts.append((t, action, r["detail"].get("groups")))
+            if action in LIFE:
+                life[n].append((t, action))
+            if action in RESETS:
+                cur.pop(n, None)
+                views[n].append((t, None))
+            continue
+        if r["kind"] != "view" or r.get("transitional"):
+            continue
+        v = r["view"]
+        ms = tuple(sorted(r["members"]))
+        members[v] = min(members.get(v, ms), ms)
+        prev = cur.get(n)
+        if prev is not None and prev != v:
+            sources[v].add(prev)
+            adding[n].append((t, v, ms, prev))
+        cur[n] = v
+        views[n].append((t, v))
+        first[v] = min(first.get(v, (t, n)), (t, n))
+
+    def before(seq: list[tuple[Any, ...]], t: int) -> Any:
+        return next((x[1] for x in reversed(seq) if x[0] < t), None)
+
+    def last_life(m: str, t: int) -> int | None:
+        return next((tx for tx, _ in reversed(life[m]) if tx < t), None)
+
+    def adds(v: str, p: str) -> bool:
+        return not set(members[v]) <= set(members.get(p, ()))
+
+    merges = {v for v, src in sources.items() if sum(adds(v, p) for p in src) >= 2}
+    cuts = sorted({(t, c): (t, c, g) for t, c, g in cuts}.values(), key=lambda x: x[:2])
+    bad = []
+    for v in sorted(merges):
+        tf, n = first[v]
+        if before(cuts, tf) == "partition":
+            continue
+        for m in sorted(views):
+            if m in members[v] or before(life[m], tf) in DOWN:
+                continue
+            p = before(views[m], tf)
+            if p in sources[v]:
+                bad.append(
+                    f"partial merge: {n} installed {v} {list(members[v])} at {tf / 1e6:.1f} ms "
+                    f"without {m}, alive and still in {p}, which it merges"
+                )
+    for k, (th, cut, _) in enumerate(cuts):
+        healed = next((g for tx, c, g in reversed(cuts[:k]) if c == "partition"), None)
+        if cut != "heal" or healed is None:
+            continue
+        until = cuts[k + 1][0] if k + 1 < len(cuts) else None
+
+        def side(x: str, healed: list[list[str]] = healed) -> int:
+            return next((j + 1 for j, g in enumerate(healed) if x in g), 0)
+
+        for n in sorted(adding):
+            found = [
+                a
+                for a in adding[n]
+                if a[0] > th
+                and (until is None or a[0] <= until)
+                and not set(a[2]) <= set(members.get(a[3], ()))
+            ]
+            if not found:
+                continue
+            t, v, ms, _ = min(found)
+            for m in sorted(views):
+                if m in ms or side(m) == side(n) or before(life[m], t) in DOWN:
+                    continue
+                lt = last_life(m, t)
+                if (lt is None or lt < th) and before(views[m], t) is not None:
+                    bad.append(
+                        f"partial merge after the heal at {th / 1e6:.1f} ms: {n} installed "
+                        f"{v} {list(ms)} without {m}, alive since and in {before(views[m], t)}"
+                    )
+    ordered = sorted(merges)
+    for k, a in enumerate(ordered):
+        for b in ordered[k + 1 :]:
+            ma, mb = set(members[a]), set(members[b])
+            if sources[a] & sources[b] and ma & mb and not ma <= mb and not mb <= ma:
+                bad.append(
+                    f"overlapping merges: {a} {sorted(ma)} and {b} {sorted(mb)} both merge "
+                    f"{'+'.join(sorted(sources[a] & sources[b]))}"
+                )
+    return bad

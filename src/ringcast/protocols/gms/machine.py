@@ -115,6 +115,7 @@ class _Install:
     missing_acks: set[str]
     deadline: int
     committed: bool = False
+    merge: bool = False  # a merge view: installed whole or not at all
 
 
 @dataclass(slots=True)
@@ -123,6 +124,7 @@ class _Merge:
     waiting: set[str]
     views: dict[str, GView] = field(default_factory=dict)
     started: int = 0
+    expected: dict[str, str] = field(default_factory=dict)  # asked node -> view its INFO named
 
 
 class GmsMachine:
@@ -401,8 +403,10 @@ class GmsMachine:
         joiners: tuple[str, ...] = (),
         floor: int = 0,
         why: str = "",
+        merge: bool = False,
     ) -> None:
-        """castViewChange: the next view of ``members``, installed in the mode's way."""
+        """castViewChange: the next view of ``members``, installed in the mode's way
+        (``merge``: a merge view, which a suspicion does not shrink, see :meth:`_suspect`)."""
         assert self.view is not None
         old = self.install.view.members if self.install else self.view.members
         old = tuple(dict.fromkeys((*self.view.members, *old)))
@@ -415,7 +419,9 @@ class GmsMachine:
         others = [m for m in dict.fromkeys((*old, *v.members)) if m != self.node_id]
         if self.mode == "two_phase":
             missing = set(v.members) - {self.node_id}
-            self.install = _Install(v, old, joiners, missing, self.now + self.ack_timeout)
+            self.install = _Install(
+                v, old, joiners, missing, self.now + self.ack_timeout, merge=merge
+            )
             for m in v.members:
                 if m != self.node_id:
                     out.append(Send(m, M.PrepareView(v.view_id, v.members)))
@@ -598,6 +604,11 @@ class GmsMachine:
     def _process_queue(self, out: list[Effect]) -> None:
         if self.state is not St.COORDINATOR or self.view is None:
             return
+        lock = self.merge_lock
+        if lock is not None and lock[1] > self.now and lock[0] != self.node_id:
+            # a merge leader took this view as it is (JGroups suspends the view handler
+            # during a merge): a view cast now would be one the merge view leaves out
+            return
         gone = self.q_leaves | (self.suspects & set(self.view.members))
         joins = self.q_joins
         if not gone and not joins:
@@ -671,6 +682,13 @@ class GmsMachine:
                 self.suspects.add(node)
                 if inst is not None:
                     if self.mode == "two_phase":
+                        if node in inst.view and inst.merge:
+                            # A merge view is installed whole or not at all: a member
+                            # suspected meanwhile is excluded by the next view, once this
+                            # one is in; one that is gone never acknowledges, and the
+                            # view_ack_collection_timeout restarts the first phase without
+                            # it (a member that is gone, not one left behind).
+                            return
                         if node in inst.view:
                             members = [m for m in inst.view.members if m != node]
                             self._restart(members, out, why=f"suspect {node} during phase one")
@@ -779,6 +797,9 @@ class GmsMachine:
             return
         if self.prepared is not None and v.key < self.prepared.key:
             return
+        if not self._may_prepare(v):
+            out.append(Record.of("refused_view", view=v.view_id, creator=src))
+            return
         if self.install is not None and v.key > self.install.view.key:
             # a greater view is being installed by someone else (a merge, a takeover)
             self.install = None
@@ -788,6 +809,17 @@ class GmsMachine:
         self.prepared = v
         out.append(Send(src, M.ViewAck(v.view_id)))
         out.append(SetTimer(TIMER_OF["status_timer"], self.status_timeout))
+
+    def _may_prepare(self, v: GView) -> bool:
+        """Whether this member may prepare ``v``: one created by a member of its view (its
+        coordinator, or the next in line taking over), or one that takes its view entire
+        but for members it suspects (a merge). Any other view would split its group: a
+        JOIN sent before this node got into another view and answered after, say, which
+        took it out of that view and left the others behind (``regress_stale_join``)."""
+        view = self.view
+        if view is None or v.coord in view:
+            return True
+        return all(m in v or m in self.suspects for m in view.members)
 
     def _on_commit_view(self, src: str, msg: M.CommitView, out: list[Effect]) -> None:
         if self.mode != "two_phase":
@@ -972,13 +1004,31 @@ class GmsMachine:
                 return
         if now - self.foreign_changed < self.merge_interval:
             return  # wait until every reachable member has been heard
+        asked = self._merge_coords(foreign)
         self.merges += 1
         mid = f"{self.node_id}:{self.merges}"
-        self.merge = _Merge(mid, set(foreign), started=now)
-        out.append(Record.of("merge_start", merge=mid, asked=sorted(foreign)))
-        for n in sorted(foreign):
+        self.merge = _Merge(
+            mid, set(asked), started=now, expected={n: foreign[n][1] for n in asked}
+        )
+        out.append(Record.of("merge_start", merge=mid, asked=sorted(asked)))
+        for n in sorted(asked):
             out.append(Send(n, M.MergeReq(mid)))
         out.append(SetTimer(TIMER_OF["merge_req_timer"], self.rto))
+
+    def _merge_coords(self, foreign: dict[str, tuple[int, str, str]]) -> set[str]:
+        """Whom to ask: one node per foreign view, its coordinator when that was heard
+        reporting the view itself, else the smallest node heard reporting it (JGroups'
+        ``determineActualMergeCoords``). Each answers for its whole view, which the merge
+        view takes entire; asking every member instead let two leaders each lock part
+        of one subgroup and install overlapping views (``regress_overlapping_merges``)."""
+        by_view: dict[str, set[str]] = {}
+        for n, e in foreign.items():
+            by_view.setdefault(e[1], set()).add(n)
+        asked = set()
+        for heard in by_view.values():
+            coord = next(iter({foreign[n][2] for n in heard}))
+            asked.add(coord if coord in heard else min(heard))
+        return asked
 
     def _merge_req_tick(self, src: str, arg: Any, out: list[Effect]) -> None:
         """MERGE_REQ again, every ``rto``, to whoever has not answered: JGroups' merge
@@ -1020,6 +1070,21 @@ class GmsMachine:
             self.merge = None
             return
         v = parse_view(msg.view_id, msg.members)
+        if v.view_id != mg.expected.get(src, v.view_id):
+            # The subgroup changed since its INFO was heard (a request sent into a
+            # partition and answered after the heal, say): what the leader saw is stale,
+            # and merging on it would leave out what it has not heard of yet. Start
+            # again once everything reachable has been heard (all or nothing).
+            out.append(
+                Record.of(
+                    "merge_cancelled",
+                    merge=mg.merge_id,
+                    reason=f"stale: {src} is in {v.view_id}, its INFO said {mg.expected[src]}",
+                )
+            )
+            self.merge = None
+            self.foreign_changed = self.now
+            return
         mg.waiting.discard(src)
         mg.views[src] = v
         if mg.waiting:
@@ -1030,10 +1095,15 @@ class GmsMachine:
         subgroups: dict[str, GView] = {view.view_id: view}
         for v in mg.views.values():
             subgroups.setdefault(v.view_id, v)
-        responders = set(mg.views)
+        # JGroups' MergeView: every member of every subgroup's view, not only those that
+        # answered (a merge that took only them left the rest of their views behind:
+        # ``regress_partial_merge``), suspects included: a merge view is installed whole,
+        # and the next view excludes them (a member that is gone never acknowledges it,
+        # and the first phase restarts without it after view_ack_collection_timeout)
+        others = {m for v in mg.views.values() for m in v.members} | set(mg.views)
         members = [self.node_id]
-        members += [m for m in view.members if m not in self.suspects and m != self.node_id]
-        members += sorted(responders - set(members))
+        members += [m for m in view.members if m != self.node_id]
+        members += sorted(others - set(members))
         floor = max(v.counter for v in subgroups.values())
         out.append(
             Record.of(
@@ -1047,7 +1117,7 @@ class GmsMachine:
         )
         if self.state is St.PARTICIPANT:
             self.state = St.COORDINATOR  # a JGRP-2092 merge led by a participant
-        self._cast(members, out, floor=floor, why=f"merge {mg.merge_id}")
+        self._cast(members, out, floor=floor, why=f"merge {mg.merge_id}", merge=True)
 
     # ------------------------------------------------------------ data path
 
