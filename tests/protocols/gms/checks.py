@@ -120,25 +120,28 @@ def records(rows: list[Row], kind: str, node: str | None = None) -> list[Row]:
 DOWN = ("crash", "leave", "pause")
 LIFE = ("crash", "restart", "join", "leave", "pause", "resume")
 RESETS = ("crash", "restart", "join", "leave")
+HEAL_GRACE = 250_000_000  # ns: ringcast.lab.checks.merge_atomicity.HEAL_GRACE
 
 
 def merge_atomicity(rows: list[Row]) -> list[str]:
     """The reference of the lab's ``merge_atomicity`` (``ringcast.lab.checks``), in
     plain Python over one run's rows.
 
-    A *merge view* is a regular view that adds members to two or more of the views its
-    installers came from (each installer's regular view just before it, since its last
-    crash, restart, join or leave; a view those members only leave is not merged). It
-    fails when:
+    A *merge view* is a regular view that adds members to every view its installers
+    came from (each installer's regular view just before it, since its last crash,
+    restart, join or leave), two or more of them: a view inside one of those is an
+    exclusion from it, whatever some installers missed on the way. It fails when:
 
     * partial: just before the view's first installation (the earliest ``t``), the
       network is whole (no partition, or the last one healed) and a node outside the
       view is alive (its last crash/restart/join/leave/pause/resume, if any, was not
       a crash, leave or pause) and in one of the views being merged;
-    * partial after a heal: a node's first view adding members after a heal (before
-      the next partition or heal) lacks a node that was on another side of the healed
-      partition, has been alive since the heal (no life action since) and is in a view
-      just before that installation;
+    * partial after a heal: the same, the network whole by a heal at ``th`` at least
+      ``HEAL_GRACE`` before and the view taking members of two or more sides of the
+      healed partition, for a node outside
+      the view that was on another side than the first installer, has been alive since
+      the heal (no life action since) and is in a view (any: a subgroup the merge did
+      not take at all);
     * overlapping: two merge views draw on one same earlier view and share members,
       neither member set containing the other.
     """
@@ -149,7 +152,6 @@ def merge_atomicity(rows: list[Row]) -> list[str]:
     views: dict[str, list[tuple[int, str | None]]] = defaultdict(list)
     life: dict[str, list[tuple[int, str]]] = defaultdict(list)
     cuts: list[tuple[int, str, Any]] = []
-    adding: dict[str, list[tuple[int, str, tuple[str, ...], str]]] = defaultdict(list)
     cur: dict[str, str] = {}
     for r in sorted(rows, key=lambda r: (r["node"], r["i"])):
         n, t = r["node"], r["t"]
@@ -171,7 +173,6 @@ def merge_atomicity(rows: list[Row]) -> list[str]:
         prev = cur.get(n)
         if prev is not None and prev != v:
             sources[v].add(prev)
-            adding[n].append((t, v, ms, prev))
         cur[n] = v
         views[n].append((t, v))
         first[v] = min(first.get(v, (t, n)), (t, n))
@@ -185,51 +186,49 @@ def merge_atomicity(rows: list[Row]) -> list[str]:
     def adds(v: str, p: str) -> bool:
         return not set(members[v]) <= set(members.get(p, ()))
 
-    merges = {v for v, src in sources.items() if sum(adds(v, p) for p in src) >= 2}
+    merges = {
+        v
+        for v, src in sources.items()
+        if sum(adds(v, p) for p in src) >= 2 and all(adds(v, p) for p in src)
+    }
     cuts = sorted({(t, c): (t, c, g) for t, c, g in cuts}.values(), key=lambda x: x[:2])
     bad = []
     for v in sorted(merges):
         tf, n = first[v]
-        if before(cuts, tf) == "partition":
+        k = next((k for k in range(len(cuts) - 1, -1, -1) if cuts[k][0] < tf), None)
+        if k is not None and cuts[k][1] == "partition":
             continue
+        # the partition this merge's network healed from (a heal at th), if any
+        th = cuts[k][0] if k is not None else None
+        healed = next((g for _, c, g in reversed(cuts[: k or 0]) if c == "partition"), None)
+
+        def side(x: str, healed: Any = healed) -> int:
+            return next((j + 1 for j, g in enumerate(healed or ()) if x in g), 0)
+
         for m in sorted(views):
             if m in members[v] or before(life[m], tf) in DOWN:
                 continue
             p = before(views[m], tf)
+            if p is None:
+                continue
             if p in sources[v]:
                 bad.append(
                     f"partial merge: {n} installed {v} {list(members[v])} at {tf / 1e6:.1f} ms "
                     f"without {m}, alive and still in {p}, which it merges"
                 )
-    for k, (th, cut, _) in enumerate(cuts):
-        healed = next((g for tx, c, g in reversed(cuts[:k]) if c == "partition"), None)
-        if cut != "heal" or healed is None:
-            continue
-        until = cuts[k + 1][0] if k + 1 < len(cuts) else None
-
-        def side(x: str, healed: list[list[str]] = healed) -> int:
-            return next((j + 1 for j, g in enumerate(healed) if x in g), 0)
-
-        for n in sorted(adding):
-            found = [
-                a
-                for a in adding[n]
-                if a[0] > th
-                and (until is None or a[0] <= until)
-                and not set(a[2]) <= set(members.get(a[3], ()))
-            ]
-            if not found:
                 continue
-            t, v, ms, _ = min(found)
-            for m in sorted(views):
-                if m in ms or side(m) == side(n) or before(life[m], t) in DOWN:
-                    continue
-                lt = last_life(m, t)
-                if (lt is None or lt < th) and before(views[m], t) is not None:
-                    bad.append(
-                        f"partial merge after the heal at {th / 1e6:.1f} ms: {n} installed "
-                        f"{v} {list(ms)} without {m}, alive since and in {before(views[m], t)}"
-                    )
+            lt = last_life(m, tf)
+            if (
+                healed is not None
+                and tf - th >= HEAL_GRACE
+                and len({side(x) for x in members[v]}) >= 2
+                and side(m) != side(n)
+                and (lt is None or lt < th)
+            ):
+                bad.append(
+                    f"partial merge after the heal at {th / 1e6:.1f} ms: {n} installed {v} "
+                    f"{list(members[v])} without {m}, from another side, alive since and in {p}"
+                )
     ordered = sorted(merges)
     for k, a in enumerate(ordered):
         for b in ordered[k + 1 :]:

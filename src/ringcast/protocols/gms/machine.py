@@ -68,6 +68,8 @@ MODES = ("plain", "acks", "two_phase")
 BOOTS_KEY = "gms.boots"
 COUNTER_KEY = "gms.counter"
 KEEP_INSTALLED = 32  # committed views remembered to answer STATUS_VIEW
+MAX_HEARD = 64  # views a MERGE_RSP reports its sender heard of
+MAX_WAVES = 3  # rounds of MERGE_REQ in one merge (the views the answers heard of)
 
 EVENT_OF_MSG: dict[type, str] = {
     M.FindMbrs: "FIND_MBRS",
@@ -125,6 +127,8 @@ class _Merge:
     views: dict[str, GView] = field(default_factory=dict)
     started: int = 0
     expected: dict[str, str] = field(default_factory=dict)  # asked node -> view its INFO named
+    heard: dict[str, tuple[str, str]] = field(default_factory=dict)  # the answers' INFO
+    waves: int = 1
 
 
 class GmsMachine:
@@ -1004,6 +1008,15 @@ class GmsMachine:
                 return
         if now - self.foreign_changed < self.merge_interval:
             return  # wait until every reachable member has been heard
+        fresh = now - self.merge_interval
+        seen: dict[str, int] = {}
+        for e in foreign.values():
+            seen[e[1]] = max(seen.get(e[1], e[0]), e[0])
+        if any(t < fresh for t in seen.values()):
+            # A view last heard of more than an interval ago (every member sends INFO at
+            # least that often) may be gone: a partition since, say. Merging on it would
+            # take that subgroup while the ones heard since are not yet (all or nothing).
+            return
         asked = self._merge_coords(foreign)
         self.merges += 1
         mid = f"{self.node_id}:{self.merges}"
@@ -1014,6 +1027,35 @@ class GmsMachine:
         for n in sorted(asked):
             out.append(Send(n, M.MergeReq(mid)))
         out.append(SetTimer(TIMER_OF["merge_req_timer"], self.rto))
+
+    def _merge_wave(self, mg: _Merge, view: GView, out: list[Effect]) -> bool:
+        """Ask the views the answers heard of and this node did not (one node each, as
+        :meth:`_merge_coords`): a subgroup whose INFO this node lost is still merged in
+        this round, as JGroups' merge leader learns every view its subgroup coordinators
+        know. Returns whether it asked (the merge waits for those answers too); at most
+        ``MAX_WAVES`` rounds of asking."""
+        if mg.waves >= MAX_WAVES:
+            return False
+        covered = set(view.members) | {m for v in mg.views.values() for m in v.members}
+        known = {v.view_id for v in mg.views.values()} | {view.view_id}
+        more = {
+            n: (self.now, vid, coord)
+            for n, (vid, coord) in mg.heard.items()
+            if n not in covered and vid not in known and n != self.node_id
+        }
+        if not more:
+            return False
+        asked = self._merge_coords(more) - set(mg.expected)
+        if not asked:
+            return False
+        mg.waves += 1
+        mg.waiting |= asked
+        mg.expected.update({n: more[n][1] for n in asked})
+        out.append(Record.of("merge_start", merge=mg.merge_id, asked=sorted(asked), wave=mg.waves))
+        for n in sorted(asked):
+            out.append(Send(n, M.MergeReq(mg.merge_id)))
+        out.append(SetTimer(TIMER_OF["merge_req_timer"], self.rto))
+        return True
 
     def _merge_coords(self, foreign: dict[str, tuple[int, str, str]]) -> set[str]:
         """Whom to ask: one node per foreign view, its coordinator when that was heard
@@ -1059,7 +1101,13 @@ class GmsMachine:
             out.append(Record.of("merge_cancelled", merge=self.merge.merge_id, reason=src))
             self.merge = None
         self.merge_lock = (src, self.now + 2 * self.merge_interval)
-        out.append(Send(src, M.MergeRsp(msg.merge_id, view.view_id, view.members)))
+        window = self.now - 2 * self.merge_interval
+        heard = tuple(
+            f"{n}={e[1]}={e[2]}"
+            for n, e in sorted(self.info.items())
+            if e[0] >= window and e[1] != view.view_id and n not in view
+        )[:MAX_HEARD]
+        out.append(Send(src, M.MergeRsp(msg.merge_id, view.view_id, view.members, heard=heard)))
 
     def _on_merge_rsp(self, src: str, msg: M.MergeRsp, out: list[Effect]) -> None:
         mg = self.merge
@@ -1087,11 +1135,22 @@ class GmsMachine:
             return
         mg.waiting.discard(src)
         mg.views[src] = v
+        for entry in msg.heard[:MAX_HEARD] if type(msg.heard) is tuple else ():
+            node, vid, coord = [*str(entry).split("="), "", ""][:3]
+            try:
+                parse_id(vid)
+                parse_id(format_id(node, 0))
+                parse_id(format_id(coord, 0))
+            except BadField:
+                continue  # a malformed entry tells nothing: the answer's view still counts
+            mg.heard.setdefault(node, (vid, coord))
         if mg.waiting:
             return
-        self.merge = None
         view = self.view
         assert view is not None
+        if self._merge_wave(mg, view, out):
+            return
+        self.merge = None
         subgroups: dict[str, GView] = {view.view_id: view}
         for v in mg.views.values():
             subgroups.setdefault(v.view_id, v)

@@ -1,0 +1,98 @@
+"""Merges are all or nothing (merge_atomicity, by its plain-Python reference): the
+bundled partition scenarios, one regression scenario per defect class fixed, and the
+planted bug of the lab's tests caught by the reference too."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import pytest
+
+from . import checks
+from .harness import run
+
+FIVE = set("ABCDE")
+
+
+@pytest.mark.parametrize("seed", range(1, 21))
+def test_partition_merge_is_one_merge_of_everyone(seed: int) -> None:
+    """3 / 2 split and heal: before the fix 16 of these 20 seeds merged in pieces (seed
+    1 left E behind, seed 4 installed the overlapping A:4 {A,B,C,E} and D:4 {B,C,D,E})."""
+    rows = run("partition_merge", "two_phase", seed=seed)
+    assert checks.merge_atomicity(rows) == []
+    assert checks.safety(rows) == []
+    assert checks.convergence(rows, FIVE) == []
+    (merge,) = checks.records(rows, "merge")
+    assert sorted(m for g in merge["detail"]["subgroups"] for m in g["members"]) == sorted(FIVE)
+
+
+@pytest.mark.parametrize("mode", ["two_phase", "acks"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_merge_takes_the_whole_of_every_subgroup(mode: str, seed: int) -> None:
+    """regress_partial_merge: A never hears E's INFO, yet merges all of D's view, E
+    included (it merged D alone before, leaving E in D:2 for ever)."""
+    rows = run("regress_partial_merge", mode, seed=seed)
+    assert checks.merge_atomicity(rows) == []
+    assert checks.safety(rows) == []
+    assert checks.convergence(rows, FIVE) == []
+    merges = checks.records(rows, "merge", "A")
+    assert merges
+    assert "E" in {m for g in merges[0]["detail"]["subgroups"] for m in g["members"]}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_two_leaders_never_install_overlapping_merges(seed: int) -> None:
+    """regress_overlapping_merges: A and D never hear each other's INFO, each leads a
+    merge; before the fix A:4 {A,B,C,E} and D:4 {B,C,D,E} (seed 1) were both installed."""
+    rows = run("regress_overlapping_merges", "two_phase", seed=seed)
+    assert checks.merge_atomicity(rows) == []
+    assert checks.safety(rows) == []
+    assert checks.convergence(rows, FIVE) == []
+
+
+def test_the_reference_names_each_defect() -> None:
+    """The reference's three clauses on small hand-made runs."""
+
+    def view(node: str, t: int, v: str, members: str) -> dict:
+        return {"kind": "view", "node": node, "t": t, "i": t, "view": v, "members": list(members)}
+
+    base = [view(n, 0, "A:1", "ABC") for n in "ABC"] + [view(n, 0, "D:1", "DE") for n in "DE"]
+    partial = base + [view(n, 10, "A:2", "ABCD") for n in "ABCD"]
+    (msg,) = checks.merge_atomicity(partial)
+    assert msg.startswith("partial merge: ") and "without E" in msg and "D:1" in msg
+    whole = base + [view(n, 10, "A:2", "ABCDE") for n in "ABCDE"]
+    assert checks.merge_atomicity(whole) == []
+    overlap = base + [view(n, 10, "A:2", "ABCE") for n in "AE"]
+    overlap += [view(n, 11, "D:2", "BCDE") for n in "BCD"]
+    assert any(m.startswith("overlapping merges: A:2") for m in checks.merge_atomicity(overlap))
+    # an exclusion inside one of its sources is not a merge, whoever missed what
+    exclusion = base + [view(n, 10, "A:2", "AB") for n in "AB"]
+    assert checks.merge_atomicity(exclusion) == []
+
+
+LAB_TESTS = Path(__file__).resolve().parents[2] / "lab"
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_planted_first_coordinator_bug_is_caught(seed: int) -> None:
+    """The lab's planted bug (``lab_buggy.register_gms_first_coord``: the merge leader
+    merges the first subgroup that answers and no other) on 8 members in 4 partitions:
+    a partial merge after the heal; the same scenario by GMS holds."""
+    sys.path.insert(0, str(LAB_TESTS))
+    try:
+        import lab_buggy
+    finally:
+        sys.path.remove(str(LAB_TESTS))
+    from ringcast.sim import Simulation, load_scenario
+
+    lab_buggy.register_gms_first_coord()
+    path = Path(__file__).resolve().parents[3] / "scenarios/gms/jgroups/split_8_into_4.toml"
+    sc = load_scenario(path)
+    good = Simulation(sc, seed=seed).run().events()
+    assert checks.merge_atomicity(good) == []
+    buggy = dataclasses.replace(sc, protocol=lab_buggy.GMS_FIRST_COORD)
+    bad = Simulation(buggy, seed=seed).run().events()
+    found = checks.merge_atomicity(bad)
+    assert found and all(m.startswith("partial merge after the heal") for m in found)
