@@ -1008,15 +1008,6 @@ class GmsMachine:
                 return
         if now - self.foreign_changed < self.merge_interval:
             return  # wait until every reachable member has been heard
-        fresh = now - self.merge_interval
-        seen: dict[str, int] = {}
-        for e in foreign.values():
-            seen[e[1]] = max(seen.get(e[1], e[0]), e[0])
-        if any(t < fresh for t in seen.values()):
-            # A view last heard of more than an interval ago (every member sends INFO at
-            # least that often) may be gone: a partition since, say. Merging on it would
-            # take that subgroup while the ones heard since are not yet (all or nothing).
-            return
         asked = self._merge_coords(foreign)
         self.merges += 1
         mid = f"{self.node_id}:{self.merges}"
