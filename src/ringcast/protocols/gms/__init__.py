@@ -126,6 +126,7 @@ SPEC = register(
             "merge",
             "merge_cancelled",
             "refused_view",
+            "older_view",
             "skipped",
         ),
         wire_ids=(0x0400, 0x04FF),

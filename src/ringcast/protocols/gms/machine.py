@@ -762,6 +762,7 @@ class GmsMachine:
         v = parse_view(msg.view_id, msg.members)
         out.append(Send(src, M.ViewAck(v.view_id)))
         assert self.view is not None
+        self._older(v, src, out)
         if v.key > self.view.key:
             self._accept(v, out)
         elif (
@@ -793,6 +794,7 @@ class GmsMachine:
         if self.node_id not in v:
             raise BadField(f"PREPARE_VIEW {v.view_id} does not list this node")
         self.max_counter = max(self.max_counter, v.counter)
+        self._older(v, src, out)
         if v.view_id in self.installed:
             out.append(Send(src, M.ViewAck(v.view_id)))
             return
@@ -814,6 +816,15 @@ class GmsMachine:
         out.append(Send(src, M.ViewAck(v.view_id)))
         out.append(SetTimer(TIMER_OF["status_timer"], self.status_timeout))
 
+    def _older(self, v: GView, src: str, out: list[Effect]) -> None:
+        """JGRP-1496 / JGRP-3036: a view older than the installed one arrived (a late
+        retransmission, a duplicate, a reordered copy); it is ignored, and recorded
+        (``older_view``) so that a trace shows views overtaking each other."""
+        if self.view is not None and v.key < self.view.key:
+            out.append(
+                Record.of("older_view", view=v.view_id, current=self.view.view_id, src=src)
+            )
+
     def _may_prepare(self, v: GView) -> bool:
         """Whether this member may prepare ``v``: one created by a member of its view (its
         coordinator, or the next in line taking over), or one that takes its view entire
@@ -831,6 +842,7 @@ class GmsMachine:
         v = parse_view(msg.view_id, msg.members)
         self.installed.setdefault(v.view_id, v)
         assert self.view is not None
+        self._older(v, src, out)
         if v.key > self.view.key:
             self._accept(v, out)
 
