@@ -82,11 +82,30 @@ def test_jgrp_2092_three_members_three_coordinators(mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", ["two_phase", "acks"])
-@pytest.mark.parametrize(("name", "n"), [("asymmetric_1031", 3), ("asymmetric_1061", 5)])
-def test_asymmetric_partitions_heal(name: str, n: int, mode: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "n", "deaf", "unheard"),
+    [("asymmetric_1031", 3, "BC", "A"), ("asymmetric_1061", 5, "DE", "AB")],
+)
+def test_asymmetric_partitions_heal(name: str, n: int, deaf: str, unheard: str, mode: str) -> None:
+    """The one-way cut shows: the nodes that stop hearing ``unheard`` install a view
+    without them while the cut lasts; after the heal one merge of all subgroups."""
     rows = run(name, mode)
     assert checks.safety(rows) == []
+    assert checks.merge_atomicity(rows) == []
     assert checks.convergence(rows, {chr(ord("A") + i) for i in range(n)}) == []
+    faults = {r["detail"]["action"]: r["t"] for r in rows if r["kind"] == "fault"}
+    for node in deaf:
+        during = [
+            r["members"]
+            for r in checks.records(rows, "view", node)
+            if faults["cut"] < r["t"] < faults["heal"]
+        ]
+        assert during and not set(unheard) & set(during[-1]), (node, during)
+    (merge,) = checks.records(rows, "merge")
+    assert merge["t"] > faults["heal"]
+    assert sorted(m for g in merge["detail"]["subgroups"] for m in g["members"]) == [
+        chr(ord("A") + i) for i in range(n)
+    ]
 
 
 OVERTAKING = [("views_overtaking_1496", set("ABCDEF")), ("older_view_3036", set("ACDEF"))]
