@@ -96,3 +96,35 @@ def test_the_planted_first_coordinator_bug_is_caught(seed: int) -> None:
     bad = Simulation(buggy, seed=seed).run().events()
     found = checks.merge_atomicity(bad)
     assert found and all(m.startswith("partial merge after the heal") for m in found)
+
+
+def test_a_member_prepares_no_view_that_would_split_its_group() -> None:
+    """B, in A:1 = {A, B, C}, refuses to prepare D's view {D, B} (a JOIN answered after
+    B got into A's view, say: it would take B out and leave A and C behind, hostile seed
+    57), and prepares D's merge view that takes all of A:1, or one without a member B
+    suspects."""
+    from ringcast.core.effects import Record, Send
+    from ringcast.core.events import Received, Start
+    from ringcast.core.machine import MachineContext
+    from ringcast.protocols.gms import SPEC
+    from ringcast.protocols.gms import _messages as M
+    from ringcast.protocols.gms.machine import GmsMachine
+
+    b = GmsMachine(
+        MachineContext("B", ("A", "B", "C"), ("A", "B", "C", "D")), SPEC.resolve_settings({})
+    )
+    b.handle(Start(), 0)
+
+    def acks(out: list) -> list:
+        return [e.msg for e in out if isinstance(e, Send) and isinstance(e.msg, M.ViewAck)]
+
+    out = b.handle(Received("D", M.PrepareView("D:5", ("D", "B"))), 1_000_000)
+    assert acks(out) == []
+    assert [
+        e.fields["view"] for e in out if isinstance(e, Record) and e.kind == "refused_view"
+    ] == ["D:5"]
+    out = b.handle(Received("D", M.PrepareView("D:6", ("D", "A", "B", "C"))), 2_000_000)
+    assert acks(out) == [M.ViewAck("D:6")]
+    b.handle(Received("A", M.Suspect("C")), 3_000_000)
+    out = b.handle(Received("D", M.PrepareView("D:7", ("D", "A", "B"))), 4_000_000)
+    assert acks(out) == [M.ViewAck("D:7")]
