@@ -128,3 +128,21 @@ def test_a_member_prepares_no_view_that_would_split_its_group() -> None:
     b.handle(Received("A", M.Suspect("C")), 3_000_000)
     out = b.handle(Received("D", M.PrepareView("D:7", ("D", "A", "B"))), 4_000_000)
     assert acks(out) == [M.ViewAck("D:7")]
+
+
+def test_a_stale_join_does_not_split_a_group() -> None:
+    """regress_stale_join (hostile seed 57): A's late JOIN to D is refused by A, now
+    in C's view (refused_view); the check off, D:7 = {D, F, A} left C and E in C:7."""
+    rows = run("regress_stale_join", "two_phase", seed=57)
+    assert checks.merge_atomicity(rows) == []
+    assert checks.safety(rows) == []
+    assert checks.records(rows, "refused_view")
+
+
+def test_a_suspicion_does_not_shrink_a_merge_view() -> None:
+    """regress_merge_shrunk_by_suspicion (hostile seed 93): the merge view is installed
+    whole; before, A restarted its first phase without a suspected D and left D in A:8."""
+    rows = run("regress_merge_shrunk_by_suspicion", "two_phase", seed=93)
+    assert checks.merge_atomicity(rows) == []
+    assert checks.safety(rows) == []
+    assert checks.convergence(rows, set("ABCDE")) == []
