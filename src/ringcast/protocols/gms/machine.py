@@ -821,9 +821,7 @@ class GmsMachine:
         retransmission, a duplicate, a reordered copy); it is ignored, and recorded
         (``older_view``) so that a trace shows views overtaking each other."""
         if self.view is not None and v.key < self.view.key:
-            out.append(
-                Record.of("older_view", view=v.view_id, current=self.view.view_id, src=src)
-            )
+            out.append(Record.of("older_view", view=v.view_id, current=self.view.view_id, src=src))
 
     def _may_prepare(self, v: GView) -> bool:
         """Whether this member may prepare ``v``: one created by a member of its view (its
