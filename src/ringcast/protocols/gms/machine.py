@@ -23,9 +23,11 @@ but a member acts only on its successors in its view (its ping_dest), multicasti
 SUSPECT for them to the group every ``suspect_interval`` while they remain in its view.
 Merging follows MERGE3: every member multicasts INFO (view id, coordinator) every
 ``merge_interval``; a coordinator that heard of members outside its view, under another
-coordinator, and is the smallest of the coordinators it heard from, asks every such
-member for its view and installs one merge view of all of them (or none: no partial
-merges). The data path is :mod:`ringcast.protocols.gms.nakack`.
+coordinator, and is the smallest of the coordinators it heard from, asks one node per
+foreign view (its coordinator if heard) for that view and the views it heard of, and
+installs one merge view of every member of every view answered (or none: a merge is
+all or nothing, the lab's ``merge_atomicity``). The data path is
+:mod:`ringcast.protocols.gms.nakack`.
 """
 
 from __future__ import annotations
