@@ -57,6 +57,7 @@ SAFETY = {
     "leader_agreement": checks.leader_agreement,
     "integrity": checks.integrity,
     "fifo": checks.fifo,
+    "merge_atomicity": checks.merge_atomicity,
 }
 RESETS = ("crash", "restart", "join")
 

@@ -175,3 +175,46 @@ def register_gms_no_status() -> None:
             trace_kinds=SPEC.trace_kinds,
         )
     )
+
+
+GMS_FIRST_COORD = "gms_first_coord"
+
+
+def register_gms_first_coord() -> None:
+    """Register GMS with a merge bug switched on: the merge leader casts its merge view
+    as soon as the first subgroup coordinator answers its MERGE_REQ, with that
+    coordinator's subgroup only (every other subgroup it asked stays out). A merge that
+    is not all or nothing: ``merge_atomicity`` must catch it. Idempotent, like
+    :func:`register_arrival`."""
+    if GMS_FIRST_COORD in registry.names():
+        return
+    from ringcast.layers import HeartbeatDetector, Stack
+    from ringcast.protocols.gms import SPEC, GmsMachine
+
+    class FirstCoordGms(GmsMachine):
+        def _on_merge_rsp(self, src, msg, out):  # type: ignore[no-untyped-def]
+            mg = self.merge
+            if mg is not None and msg.merge_id == mg.merge_id and not msg.refused:
+                mg.waiting &= {src}
+            return super()._on_merge_rsp(src, msg, out)
+
+    def factory(ctx):  # type: ignore[no-untyped-def]
+        s = SPEC.resolve_settings(ctx.settings)
+        return Stack(
+            FirstCoordGms(ctx, s),
+            detector=HeartbeatDetector.from_settings(ctx.node_id, ctx.peers, s),
+        )
+
+    registry.register(
+        registry.ProtocolSpec(
+            GMS_FIRST_COORD,
+            factory,
+            settings=dict(SPEC.settings),
+            doc="GMS merging the first subgroup coordinator that answers, alone",
+            claims=SPEC.claims,
+            order_scope=SPEC.order_scope,
+            total_orders=SPEC.total_orders,
+            trace_kinds=SPEC.trace_kinds,
+            timeout=SPEC.timeout,
+        )
+    )

@@ -275,6 +275,18 @@ def stalled_sender(rows: list[Row]) -> tuple[list[Row], dict[str, Any]]:
     return renumber(rows), {"nodes": {"A"}, "msgs": {"A:100"}}
 
 
+def partial_merge(rows: list[Row]) -> tuple[list[Row], dict[str, Any]]:
+    """C, restarted, first forms vd = {C, D} with a fourth node D (no stats row, so not
+    counted live by the liveness checks), then v3 merges v2 and vd without D, which is
+    alive and still in vd: a merge that left part of a subgroup behind."""
+    run = rows[0]["run"]
+    for n in ("C", "D"):
+        rows.append(
+            _row(run, n, 420 * MS, "view", view="vd", members=["C", "D"], transitional=False)
+        )
+    return renumber(rows), {"nodes": {"D"}, "views": {"v3", "vd"}}
+
+
 MUTATIONS: dict[str, tuple[Mutation, str]] = {
     "swap": (swap_deliveries, "total_order"),
     "drop": (drop_delivery, "virtual_synchrony"),
@@ -289,5 +301,6 @@ MUTATIONS: dict[str, tuple[Mutation, str]] = {
     "leader": (split_leader, "leader_agreement"),
     "converge": (no_final_view, "convergence"),
     "stall": (stalled_sender, "delivery_progress"),
+    "partial_merge": (partial_merge, "merge_atomicity"),
 }
 """Corruption name -> (function, the one property it must break)."""

@@ -253,7 +253,7 @@ def test_checks_without_deliveries_run_beside_the_certificate(spark: Any, monkey
     results = {r.property: r for r in run_checks(frame, overrides={RUN_SCOPED: PROPERTIES})}
     assert overlapped == [True]
     first, second = seen
-    assert set(first) == {"view_agreement", "convergence", "delivery_progress"}
+    assert set(first) == {"view_agreement", "convergence", "delivery_progress", "merge_atomicity"}
     assert not set(first) & set(READS_DELIVERIES)
     assert second == {name: ["bad"] for name in certify.CERTIFIED}
     assert results["total_order"].status == "violated"

@@ -46,6 +46,7 @@ PROPERTIES: tuple[str, ...] = (
     "convergence",
     "leader_agreement",
     "delivery_progress",
+    "merge_atomicity",
 )
 """Every safety and liveness property the lab checks, by the names of the design."""
 

@@ -18,6 +18,7 @@ from ringcast.lab.checks import (
     fifo,
     integrity,
     leader_agreement,
+    merge_atomicity,
     mutual_exclusion,
     safe_delivery,
     single_token,
@@ -42,6 +43,7 @@ CHECKS: dict[str, ModuleType] = {
         convergence,
         leader_agreement,
         delivery_progress,
+        merge_atomicity,
     )
 }
 

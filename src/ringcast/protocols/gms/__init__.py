@@ -90,7 +90,14 @@ SPEC = register(
         },
         doc=__doc__ or "",
         claims=frozenset(
-            {"view_agreement", "leader_agreement", "convergence", "integrity", "fifo"}
+            {
+                "view_agreement",
+                "leader_agreement",
+                "convergence",
+                "integrity",
+                "fifo",
+                "merge_atomicity",
+            }
         ),
         total_orders=None,
         order_scope="view",
@@ -118,6 +125,8 @@ SPEC = register(
             "merge_start",
             "merge",
             "merge_cancelled",
+            "refused_view",
+            "older_view",
             "skipped",
         ),
         wire_ids=(0x0400, 0x04FF),

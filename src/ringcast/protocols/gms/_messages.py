@@ -140,12 +140,14 @@ class MergeReq:
 @wire(0x0422)
 @dataclass(frozen=True, slots=True)
 class MergeRsp:
-    """The answer to :class:`MergeReq`: the responder's view, or ``refused``."""
+    """The answer to :class:`MergeReq`: the responder's view, or ``refused``; ``heard``
+    lists the other views its INFO told it of, as ``"node=view_id=coordinator"``."""
 
     merge_id: str
     view_id: str
     members: tuple[str, ...]
     refused: bool = False
+    heard: tuple[str, ...] = ()
 
 
 # -- reliable per-sender FIFO multicast (NAKACK2, STABLE)

@@ -23,9 +23,11 @@ but a member acts only on its successors in its view (its ping_dest), multicasti
 SUSPECT for them to the group every ``suspect_interval`` while they remain in its view.
 Merging follows MERGE3: every member multicasts INFO (view id, coordinator) every
 ``merge_interval``; a coordinator that heard of members outside its view, under another
-coordinator, and is the smallest of the coordinators it heard from, asks every such
-member for its view and installs one merge view of all of them (or none: no partial
-merges). The data path is :mod:`ringcast.protocols.gms.nakack`.
+coordinator, and is the smallest of the coordinators it heard from, asks one node per
+foreign view (its coordinator if heard) for that view and the views it heard of, and
+installs one merge view of every member of every view answered (or none: a merge is
+all or nothing, the lab's ``merge_atomicity``). The data path is
+:mod:`ringcast.protocols.gms.nakack`.
 """
 
 from __future__ import annotations
@@ -68,6 +70,8 @@ MODES = ("plain", "acks", "two_phase")
 BOOTS_KEY = "gms.boots"
 COUNTER_KEY = "gms.counter"
 KEEP_INSTALLED = 32  # committed views remembered to answer STATUS_VIEW
+MAX_HEARD = 64  # views a MERGE_RSP reports its sender heard of
+MAX_WAVES = 3  # rounds of MERGE_REQ in one merge (the views the answers heard of)
 
 EVENT_OF_MSG: dict[type, str] = {
     M.FindMbrs: "FIND_MBRS",
@@ -115,6 +119,7 @@ class _Install:
     missing_acks: set[str]
     deadline: int
     committed: bool = False
+    merge: bool = False  # a merge view: installed whole or not at all
 
 
 @dataclass(slots=True)
@@ -123,6 +128,9 @@ class _Merge:
     waiting: set[str]
     views: dict[str, GView] = field(default_factory=dict)
     started: int = 0
+    expected: dict[str, str] = field(default_factory=dict)  # asked node -> view its INFO named
+    heard: dict[str, tuple[str, str]] = field(default_factory=dict)  # the answers' INFO
+    waves: int = 1
 
 
 class GmsMachine:
@@ -401,8 +409,10 @@ class GmsMachine:
         joiners: tuple[str, ...] = (),
         floor: int = 0,
         why: str = "",
+        merge: bool = False,
     ) -> None:
-        """castViewChange: the next view of ``members``, installed in the mode's way."""
+        """castViewChange: the next view of ``members``, installed in the mode's way
+        (``merge``: a merge view, which a suspicion does not shrink, see :meth:`_suspect`)."""
         assert self.view is not None
         old = self.install.view.members if self.install else self.view.members
         old = tuple(dict.fromkeys((*self.view.members, *old)))
@@ -415,7 +425,9 @@ class GmsMachine:
         others = [m for m in dict.fromkeys((*old, *v.members)) if m != self.node_id]
         if self.mode == "two_phase":
             missing = set(v.members) - {self.node_id}
-            self.install = _Install(v, old, joiners, missing, self.now + self.ack_timeout)
+            self.install = _Install(
+                v, old, joiners, missing, self.now + self.ack_timeout, merge=merge
+            )
             for m in v.members:
                 if m != self.node_id:
                     out.append(Send(m, M.PrepareView(v.view_id, v.members)))
@@ -598,6 +610,11 @@ class GmsMachine:
     def _process_queue(self, out: list[Effect]) -> None:
         if self.state is not St.COORDINATOR or self.view is None:
             return
+        lock = self.merge_lock
+        if lock is not None and lock[1] > self.now and lock[0] != self.node_id:
+            # a merge leader took this view as it is (JGroups suspends the view handler
+            # during a merge): a view cast now would be one the merge view leaves out
+            return
         gone = self.q_leaves | (self.suspects & set(self.view.members))
         joins = self.q_joins
         if not gone and not joins:
@@ -671,6 +688,13 @@ class GmsMachine:
                 self.suspects.add(node)
                 if inst is not None:
                     if self.mode == "two_phase":
+                        if node in inst.view and inst.merge:
+                            # A merge view is installed whole or not at all: a member
+                            # suspected meanwhile is excluded by the next view, once this
+                            # one is in; one that is gone never acknowledges, and the
+                            # view_ack_collection_timeout restarts the first phase without
+                            # it (a member that is gone, not one left behind).
+                            return
                         if node in inst.view:
                             members = [m for m in inst.view.members if m != node]
                             self._restart(members, out, why=f"suspect {node} during phase one")
@@ -740,6 +764,7 @@ class GmsMachine:
         v = parse_view(msg.view_id, msg.members)
         out.append(Send(src, M.ViewAck(v.view_id)))
         assert self.view is not None
+        self._older(v, src, out)
         if v.key > self.view.key:
             self._accept(v, out)
         elif (
@@ -771,6 +796,7 @@ class GmsMachine:
         if self.node_id not in v:
             raise BadField(f"PREPARE_VIEW {v.view_id} does not list this node")
         self.max_counter = max(self.max_counter, v.counter)
+        self._older(v, src, out)
         if v.view_id in self.installed:
             out.append(Send(src, M.ViewAck(v.view_id)))
             return
@@ -778,6 +804,9 @@ class GmsMachine:
         if v.key <= current or v.counter <= self.past:
             return
         if self.prepared is not None and v.key < self.prepared.key:
+            return
+        if not self._may_prepare(v):
+            out.append(Record.of("refused_view", view=v.view_id, creator=src))
             return
         if self.install is not None and v.key > self.install.view.key:
             # a greater view is being installed by someone else (a merge, a takeover)
@@ -789,12 +818,31 @@ class GmsMachine:
         out.append(Send(src, M.ViewAck(v.view_id)))
         out.append(SetTimer(TIMER_OF["status_timer"], self.status_timeout))
 
+    def _older(self, v: GView, src: str, out: list[Effect]) -> None:
+        """JGRP-1496 / JGRP-3036: a view older than the installed one arrived (a late
+        retransmission, a duplicate, a reordered copy); it is ignored, and recorded
+        (``older_view``) so that a trace shows views overtaking each other."""
+        if self.view is not None and v.key < self.view.key:
+            out.append(Record.of("older_view", view=v.view_id, current=self.view.view_id, src=src))
+
+    def _may_prepare(self, v: GView) -> bool:
+        """Whether this member may prepare ``v``: one created by a member of its view (its
+        coordinator, or the next in line taking over), or one that takes its view entire
+        but for members it suspects (a merge). Any other view would split its group: a
+        JOIN sent before this node got into another view and answered after, say, which
+        took it out of that view and left the others behind (``regress_stale_join``)."""
+        view = self.view
+        if view is None or v.coord in view:
+            return True
+        return all(m in v or m in self.suspects for m in view.members)
+
     def _on_commit_view(self, src: str, msg: M.CommitView, out: list[Effect]) -> None:
         if self.mode != "two_phase":
             raise BadField(f"COMMIT_VIEW in {self.mode} mode")
         v = parse_view(msg.view_id, msg.members)
         self.installed.setdefault(v.view_id, v)
         assert self.view is not None
+        self._older(v, src, out)
         if v.key > self.view.key:
             self._accept(v, out)
 
@@ -972,13 +1020,60 @@ class GmsMachine:
                 return
         if now - self.foreign_changed < self.merge_interval:
             return  # wait until every reachable member has been heard
+        asked = self._merge_coords(foreign)
         self.merges += 1
         mid = f"{self.node_id}:{self.merges}"
-        self.merge = _Merge(mid, set(foreign), started=now)
-        out.append(Record.of("merge_start", merge=mid, asked=sorted(foreign)))
-        for n in sorted(foreign):
+        self.merge = _Merge(
+            mid, set(asked), started=now, expected={n: foreign[n][1] for n in asked}
+        )
+        out.append(Record.of("merge_start", merge=mid, asked=sorted(asked)))
+        for n in sorted(asked):
             out.append(Send(n, M.MergeReq(mid)))
         out.append(SetTimer(TIMER_OF["merge_req_timer"], self.rto))
+
+    def _merge_wave(self, mg: _Merge, view: GView, out: list[Effect]) -> bool:
+        """Ask the views the answers heard of and this node did not (one node each, as
+        :meth:`_merge_coords`): a subgroup whose INFO this node lost is still merged in
+        this round, as JGroups' merge leader learns every view its subgroup coordinators
+        know. Returns whether it asked (the merge waits for those answers too); at most
+        ``MAX_WAVES`` rounds of asking."""
+        if mg.waves >= MAX_WAVES:
+            return False
+        covered = set(view.members) | {m for v in mg.views.values() for m in v.members}
+        known = {v.view_id for v in mg.views.values()} | {view.view_id}
+        more = {
+            n: (self.now, vid, coord)
+            for n, (vid, coord) in mg.heard.items()
+            if n not in covered and vid not in known and n != self.node_id
+        }
+        if not more:
+            return False
+        asked = self._merge_coords(more) - set(mg.expected)
+        if not asked:
+            return False
+        mg.waves += 1
+        mg.waiting |= asked
+        mg.expected.update({n: more[n][1] for n in asked})
+        out.append(Record.of("merge_start", merge=mg.merge_id, asked=sorted(asked), wave=mg.waves))
+        for n in sorted(asked):
+            out.append(Send(n, M.MergeReq(mg.merge_id)))
+        out.append(SetTimer(TIMER_OF["merge_req_timer"], self.rto))
+        return True
+
+    def _merge_coords(self, foreign: dict[str, tuple[int, str, str]]) -> set[str]:
+        """Whom to ask: one node per foreign view, its coordinator when that was heard
+        reporting the view itself, else the smallest node heard reporting it (JGroups'
+        ``determineActualMergeCoords``). Each answers for its whole view, which the merge
+        view takes entire; asking every member instead let two leaders each lock part
+        of one subgroup and install overlapping views (``regress_overlapping_merges``)."""
+        by_view: dict[str, set[str]] = {}
+        for n, e in foreign.items():
+            by_view.setdefault(e[1], set()).add(n)
+        asked = set()
+        for heard in by_view.values():
+            coord = next(iter({foreign[n][2] for n in heard}))
+            asked.add(coord if coord in heard else min(heard))
+        return asked
 
     def _merge_req_tick(self, src: str, arg: Any, out: list[Effect]) -> None:
         """MERGE_REQ again, every ``rto``, to whoever has not answered: JGroups' merge
@@ -1009,7 +1104,13 @@ class GmsMachine:
             out.append(Record.of("merge_cancelled", merge=self.merge.merge_id, reason=src))
             self.merge = None
         self.merge_lock = (src, self.now + 2 * self.merge_interval)
-        out.append(Send(src, M.MergeRsp(msg.merge_id, view.view_id, view.members)))
+        window = self.now - 2 * self.merge_interval
+        heard = tuple(
+            f"{n}={e[1]}={e[2]}"
+            for n, e in sorted(self.info.items())
+            if e[0] >= window and e[1] != view.view_id and n not in view
+        )[:MAX_HEARD]
+        out.append(Send(src, M.MergeRsp(msg.merge_id, view.view_id, view.members, heard=heard)))
 
     def _on_merge_rsp(self, src: str, msg: M.MergeRsp, out: list[Effect]) -> None:
         mg = self.merge
@@ -1020,20 +1121,51 @@ class GmsMachine:
             self.merge = None
             return
         v = parse_view(msg.view_id, msg.members)
+        if v.view_id != mg.expected.get(src, v.view_id):
+            # The subgroup changed since its INFO was heard (a request sent into a
+            # partition and answered after the heal, say): what the leader saw is stale,
+            # and merging on it would leave out what it has not heard of yet. Start
+            # again once everything reachable has been heard (all or nothing).
+            out.append(
+                Record.of(
+                    "merge_cancelled",
+                    merge=mg.merge_id,
+                    reason=f"stale: {src} is in {v.view_id}, its INFO said {mg.expected[src]}",
+                )
+            )
+            self.merge = None
+            self.foreign_changed = self.now
+            return
         mg.waiting.discard(src)
         mg.views[src] = v
+        for entry in msg.heard[:MAX_HEARD] if type(msg.heard) is tuple else ():
+            node, vid, coord = [*str(entry).split("="), "", ""][:3]
+            try:
+                parse_id(vid)
+                parse_id(format_id(node, 0))
+                parse_id(format_id(coord, 0))
+            except BadField:
+                continue  # a malformed entry tells nothing: the answer's view still counts
+            mg.heard.setdefault(node, (vid, coord))
         if mg.waiting:
             return
-        self.merge = None
         view = self.view
         assert view is not None
+        if self._merge_wave(mg, view, out):
+            return
+        self.merge = None
         subgroups: dict[str, GView] = {view.view_id: view}
         for v in mg.views.values():
             subgroups.setdefault(v.view_id, v)
-        responders = set(mg.views)
+        # JGroups' MergeView: every member of every subgroup's view, not only those that
+        # answered (a merge that took only them left the rest of their views behind:
+        # ``regress_partial_merge``), suspects included: a merge view is installed whole,
+        # and the next view excludes them (a member that is gone never acknowledges it,
+        # and the first phase restarts without it after view_ack_collection_timeout)
+        others = {m for v in mg.views.values() for m in v.members} | set(mg.views)
         members = [self.node_id]
-        members += [m for m in view.members if m not in self.suspects and m != self.node_id]
-        members += sorted(responders - set(members))
+        members += [m for m in view.members if m != self.node_id]
+        members += sorted(others - set(members))
         floor = max(v.counter for v in subgroups.values())
         out.append(
             Record.of(
@@ -1047,7 +1179,7 @@ class GmsMachine:
         )
         if self.state is St.PARTICIPANT:
             self.state = St.COORDINATOR  # a JGRP-2092 merge led by a participant
-        self._cast(members, out, floor=floor, why=f"merge {mg.merge_id}")
+        self._cast(members, out, floor=floor, why=f"merge {mg.merge_id}", merge=True)
 
     # ------------------------------------------------------------ data path
 

@@ -1,0 +1,135 @@
+"""merge_atomicity on Spark: the check agrees with its plain-Python reference
+(``tests/protocols/gms/checks.py``) run by run, and a sweep catches the planted merge
+bug (:func:`lab_buggy.register_gms_first_coord`) with it."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import lab_buggy
+import pytest
+
+from ringcast.lab.checks import run_checks
+from ringcast.lab.grid import load_sweep
+from ringcast.lab.load import load_traces
+from ringcast.lab.pipeline import check_paths
+from ringcast.lab.sweep import run_sweep
+from ringcast.protocols import registry
+from ringcast.sim import Simulation, load_scenario
+from ringcast.sim.hostile import hostile_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from tests.protocols.gms.checks import merge_atomicity  # noqa: E402
+
+sys.path.remove(str(ROOT))
+try:
+    from pyspark import cloudpickle
+except ImportError:  # pragma: no cover
+    import cloudpickle  # type: ignore[no-redef]
+
+cloudpickle.register_pickle_by_value(lab_buggy)
+
+SPLIT = ROOT / "scenarios" / "gms" / "jgroups" / "split_8_into_4.toml"
+BUNDLED = ("gms/partition_merge", "gms/regress_overlapping_merges", "tribes/partition_heal")
+HOSTILE = (("gms", 221), ("tribes", 19), ("tribes", 22), ("totem", 70))
+"""Hostile runs that violate the property (GMS seed 221: a heal merge without a live
+singleton, docs/protocols/gms.md; Tribes and Totem do not claim it) and so exercise
+every clause on real traces."""
+
+
+CLAUSES = ("partial merge after the heal", "partial merge", "overlapping merges")
+
+
+def _key(note: str) -> tuple[str, str]:
+    """(clause, first view named) of a counterexample, whoever wrote it."""
+    clause = next(c for c in CLAUSES if note.startswith(c))
+    view = re.search(r"(?:installed|merges:) (\S+)", note)
+    return clause, view.group(1) if view else ""
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, list[str]]]:
+    """Bundled scenarios, the planted bug and hostile runs, written as ``ringcast sim``
+    writes them; and the reference's verdict per run."""
+    lab_buggy.register_gms_first_coord()
+    out = tmp_path_factory.mktemp("merge_atomicity")
+    ref: dict[str, list[str]] = {}
+
+    def write(scenario: Any, seed: int, run_id: str) -> None:
+        res = Simulation(scenario, seed=seed, run_id=run_id).run()
+        res.write(out / f"{len(ref):03d}")
+        ref[run_id] = merge_atomicity(res.events())
+
+    for name in BUNDLED:
+        write(load_scenario(ROOT / "scenarios" / f"{name}.toml"), 1, f"{name}:1")
+    buggy = dataclasses.replace(load_scenario(SPLIT), protocol=lab_buggy.GMS_FIRST_COORD)
+    write(buggy, 1, "first_coord:1")
+    for protocol, seed in HOSTILE:
+        timeout = registry.get(protocol).timeout_ns({})
+        run = hostile_scenario(seed, protocol, token_timeout=timeout)
+        write(run.scenario, seed, f"hostile/{protocol}:{seed}")
+    return out, ref
+
+
+def test_the_check_and_its_reference_agree(
+    spark: Any, traces: tuple[Path, dict[str, list[str]]]
+) -> None:
+    out, ref = traces
+    frame = load_traces(spark, [out])
+    (result,) = run_checks(
+        frame,
+        properties=["merge_atomicity"],
+        overrides={"*": ["merge_atomicity"]},
+        examples=10_000,
+    )
+    got: dict[str, list[tuple[str, str]]] = {run: [] for run in ref}
+    for c in result.counterexamples:
+        got[c["run"]].append(_key(c["note"]))
+    assert {run: sorted(got[run]) for run in ref} == {
+        run: sorted(_key(m) for m in msgs) for run, msgs in ref.items()
+    }
+    # every clause is exercised, and the planted bug and the fixed GMS differ
+    assert {k[0] for keys in got.values() for k in keys} >= set(CLAUSES[:2])
+    assert got["first_coord:1"] and not got["gms/partition_merge:1"]
+    assert not got["gms/regress_overlapping_merges:1"]
+
+
+@pytest.fixture(scope="module")
+def first_coord_swept(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One sweep over JGroups' 8 members in 4 partitions, run by GMS and by GMS with the
+    planted merge bug, two seeds each."""
+    lab_buggy.register_gms_first_coord()
+    d = tmp_path_factory.mktemp("first_coord")
+    text = SPLIT.read_text()
+    (d / "gms.toml").write_text(text)
+    buggy = text.replace('protocol = "gms"', f'protocol = "{lab_buggy.GMS_FIRST_COORD}"')
+    (d / "buggy.toml").write_text(buggy.replace('"gms_split_8_into_4"', '"gms_split_buggy"'))
+    (d / "sweep.toml").write_text(
+        'name = "first_coord"\nscenarios = ["gms.toml", "buggy.toml"]\nseeds = 2\n'
+    )
+    out = d / "out"
+    run_sweep(
+        spark, load_sweep(d / "sweep.toml"), out, partitions=2,
+        setup=lab_buggy.register_gms_first_coord,
+    )  # fmt: skip
+    return out
+
+
+def test_a_merge_of_the_first_coordinator_only_is_caught(
+    spark: Any, first_coord_swept: Path
+) -> None:
+    """The planted bug merges the first subgroup that answers and leaves the other two
+    out: merge_atomicity fails every run of it and none of GMS's."""
+    doc = check_paths(spark, [first_coord_swept])
+    prop = doc["properties"]["merge_atomicity"]
+    assert prop["status"] == "violated"
+    assert prop["protocols"]["gms"] == {"claimed": True, "runs_checked": 2, "violations": 0}
+    assert prop["protocols"][lab_buggy.GMS_FIRST_COORD]["runs_violated"] == 2
+    for c in prop["counterexamples"]:
+        assert c["protocol"] == lab_buggy.GMS_FIRST_COORD
+        assert c["note"].startswith("partial merge after the heal")

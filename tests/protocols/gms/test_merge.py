@@ -1,0 +1,148 @@
+"""Merges are all or nothing (merge_atomicity, by its plain-Python reference): the
+bundled partition scenarios, one regression scenario per defect class fixed, and the
+planted bug of the lab's tests caught by the reference too."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import pytest
+
+from . import checks
+from .harness import run
+
+FIVE = set("ABCDE")
+
+
+@pytest.mark.parametrize("seed", range(1, 21))
+def test_partition_merge_is_one_merge_of_everyone(seed: int) -> None:
+    """3 / 2 split and heal: before the fix 16 of these 20 seeds merged in pieces (seed
+    1 left E behind, seed 4 installed the overlapping A:4 {A,B,C,E} and D:4 {B,C,D,E})."""
+    rows = run("partition_merge", "two_phase", seed=seed)
+    assert checks.merge_atomicity(rows) == []
+    assert checks.safety(rows) == []
+    assert checks.convergence(rows, FIVE) == []
+    (merge,) = checks.records(rows, "merge")
+    assert sorted(m for g in merge["detail"]["subgroups"] for m in g["members"]) == sorted(FIVE)
+
+
+@pytest.mark.parametrize("mode", ["two_phase", "acks"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_merge_takes_the_whole_of_every_subgroup(mode: str, seed: int) -> None:
+    """regress_partial_merge: A never hears E's INFO, yet merges all of D's view, E
+    included (it merged D alone before, leaving E in D:2 for ever)."""
+    rows = run("regress_partial_merge", mode, seed=seed)
+    assert checks.merge_atomicity(rows) == []
+    assert checks.safety(rows) == []
+    assert checks.convergence(rows, FIVE) == []
+    merges = checks.records(rows, "merge", "A")
+    assert merges
+    assert "E" in {m for g in merges[0]["detail"]["subgroups"] for m in g["members"]}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_two_leaders_never_install_overlapping_merges(seed: int) -> None:
+    """regress_overlapping_merges: A and D never hear each other's INFO, each leads a
+    merge; before the fix A:4 {A,B,C,E} and D:4 {B,C,D,E} (seed 1) were both installed."""
+    rows = run("regress_overlapping_merges", "two_phase", seed=seed)
+    assert checks.merge_atomicity(rows) == []
+    assert checks.safety(rows) == []
+    assert checks.convergence(rows, FIVE) == []
+
+
+def test_the_reference_names_each_defect() -> None:
+    """The reference's three clauses on small hand-made runs."""
+
+    def view(node: str, t: int, v: str, members: str) -> dict:
+        return {"kind": "view", "node": node, "t": t, "i": t, "view": v, "members": list(members)}
+
+    base = [view(n, 0, "A:1", "ABC") for n in "ABC"] + [view(n, 0, "D:1", "DE") for n in "DE"]
+    partial = base + [view(n, 10, "A:2", "ABCD") for n in "ABCD"]
+    (msg,) = checks.merge_atomicity(partial)
+    assert msg.startswith("partial merge: ") and "without E" in msg and "D:1" in msg
+    whole = base + [view(n, 10, "A:2", "ABCDE") for n in "ABCDE"]
+    assert checks.merge_atomicity(whole) == []
+    overlap = base + [view(n, 10, "A:2", "ABCE") for n in "AE"]
+    overlap += [view(n, 11, "D:2", "BCDE") for n in "BCD"]
+    assert any(m.startswith("overlapping merges: A:2") for m in checks.merge_atomicity(overlap))
+    # an exclusion inside one of its sources is not a merge, whoever missed what
+    exclusion = base + [view(n, 10, "A:2", "AB") for n in "AB"]
+    assert checks.merge_atomicity(exclusion) == []
+
+
+LAB_TESTS = Path(__file__).resolve().parents[2] / "lab"
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_planted_first_coordinator_bug_is_caught(seed: int) -> None:
+    """The lab's planted bug (``lab_buggy.register_gms_first_coord``: the merge leader
+    merges the first subgroup that answers and no other) on 8 members in 4 partitions:
+    a partial merge after the heal; the same scenario by GMS holds."""
+    sys.path.insert(0, str(LAB_TESTS))
+    try:
+        import lab_buggy
+    finally:
+        sys.path.remove(str(LAB_TESTS))
+    from ringcast.sim import Simulation, load_scenario
+
+    lab_buggy.register_gms_first_coord()
+    path = Path(__file__).resolve().parents[3] / "scenarios/gms/jgroups/split_8_into_4.toml"
+    sc = load_scenario(path)
+    good = Simulation(sc, seed=seed).run().events()
+    assert checks.merge_atomicity(good) == []
+    buggy = dataclasses.replace(sc, protocol=lab_buggy.GMS_FIRST_COORD)
+    bad = Simulation(buggy, seed=seed).run().events()
+    found = checks.merge_atomicity(bad)
+    assert found and all(m.startswith("partial merge after the heal") for m in found)
+
+
+def test_a_member_prepares_no_view_that_would_split_its_group() -> None:
+    """B, in A:1 = {A, B, C}, refuses to prepare D's view {D, B} (a JOIN answered after
+    B got into A's view, say: it would take B out and leave A and C behind, hostile seed
+    57), and prepares D's merge view that takes all of A:1, or one without a member B
+    suspects."""
+    from ringcast.core.effects import Record, Send
+    from ringcast.core.events import Received, Start
+    from ringcast.core.machine import MachineContext
+    from ringcast.protocols.gms import SPEC
+    from ringcast.protocols.gms import _messages as M
+    from ringcast.protocols.gms.machine import GmsMachine
+
+    b = GmsMachine(
+        MachineContext("B", ("A", "B", "C"), ("A", "B", "C", "D")), SPEC.resolve_settings({})
+    )
+    b.handle(Start(), 0)
+
+    def acks(out: list) -> list:
+        return [e.msg for e in out if isinstance(e, Send) and isinstance(e.msg, M.ViewAck)]
+
+    out = b.handle(Received("D", M.PrepareView("D:5", ("D", "B"))), 1_000_000)
+    assert acks(out) == []
+    assert [
+        e.fields["view"] for e in out if isinstance(e, Record) and e.kind == "refused_view"
+    ] == ["D:5"]
+    out = b.handle(Received("D", M.PrepareView("D:6", ("D", "A", "B", "C"))), 2_000_000)
+    assert acks(out) == [M.ViewAck("D:6")]
+    b.handle(Received("A", M.Suspect("C")), 3_000_000)
+    out = b.handle(Received("D", M.PrepareView("D:7", ("D", "A", "B"))), 4_000_000)
+    assert acks(out) == [M.ViewAck("D:7")]
+
+
+def test_a_stale_join_does_not_split_a_group() -> None:
+    """regress_stale_join (hostile seed 57): A's late JOIN to D is refused by A, now
+    in C's view (refused_view); the check off, D:7 = {D, F, A} left C and E in C:7."""
+    rows = run("regress_stale_join", "two_phase", seed=57)
+    assert checks.merge_atomicity(rows) == []
+    assert checks.safety(rows) == []
+    assert checks.records(rows, "refused_view")
+
+
+def test_a_suspicion_does_not_shrink_a_merge_view() -> None:
+    """regress_merge_shrunk_by_suspicion (hostile seed 93): the merge view is installed
+    whole; before, A restarted its first phase without a suspected D and left D in A:8."""
+    rows = run("regress_merge_shrunk_by_suspicion", "two_phase", seed=93)
+    assert checks.merge_atomicity(rows) == []
+    assert checks.safety(rows) == []
+    assert checks.convergence(rows, set("ABCDE")) == []
