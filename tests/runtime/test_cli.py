@@ -78,8 +78,10 @@ def test_cluster_up_status_down(tmp_path: Path, capsys: pytest.CaptureFixture[st
     # Every node left cleanly and wrote its final stats row.
     for n in ("n1", "n2", "n3"):
         assert "node stopped" in (d / "logs" / f"{n}.log").read_text()
-    assert main(["status", "--config", str(d / "cluster.toml")]) == 0
-    assert "down" in capsys.readouterr().out
+    assert main(["status", "--config", str(d / "cluster.toml")]) == 1
+    out, err = capsys.readouterr()
+    assert out.count("not running: nothing listens on 127.0.0.1:") == 3
+    assert err.strip() == "3 of 3 nodes down: n1, n2, n3"
 
 
 def _may_take_sched_rr() -> bool:

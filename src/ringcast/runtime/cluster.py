@@ -2,8 +2,10 @@
 
 ``up`` writes a cluster file, a key and a ``pids.json`` into a directory, picks free
 loopback ports, and starts one ``ringcast node`` process a node (logs in
-``logs/<id>.log``). ``down`` sends SIGTERM to each (the node leaves the group
-cleanly), waits, and kills what is left.
+``logs/<id>.log``). With ``app_members`` it also writes that many nodes ``app1``,
+``app2``, ... that it does not start, marked ``join = true`` (not in the initial group):
+the places for applications, which join with ``Group.join(file, "app1")``. ``down``
+sends SIGTERM to each (the node leaves the group cleanly), waits, and kills what is left.
 """
 
 from __future__ import annotations
@@ -37,6 +39,11 @@ def node_ids(n: int) -> list[str]:
     return [f"n{k}" for k in range(1, n + 1)]
 
 
+def app_ids(n: int) -> list[str]:
+    """The ids of the application members ``cluster up`` writes and does not start."""
+    return [f"app{k}" for k in range(1, n + 1)]
+
+
 def write_cluster(
     directory: Path,
     *,
@@ -49,13 +56,15 @@ def write_cluster(
     networks: int = 1,
     trace_rotate: str | None = None,
     trace: bool = True,
+    app_members: int = 0,
 ) -> Path:
-    """Write ``cluster.toml`` and ``cluster.key`` for ``nodes`` loopback nodes; return the file."""
+    """Write ``cluster.toml`` and ``cluster.key`` for ``nodes`` loopback nodes and
+    ``app_members`` joining ones for applications (no status address); return the file."""
     directory.mkdir(parents=True, exist_ok=True)
     key = directory / "cluster.key"
     if not key.exists():
         write_key_file(key)
-    entries = [
+    entries: list[tuple[str, list[str], str | None]] = [
         (
             nid,
             [f"127.0.0.1:{free_port()}" for _ in range(networks)],
@@ -63,6 +72,8 @@ def write_cluster(
         )
         for nid in node_ids(nodes)
     ]
+    apps = app_ids(app_members)
+    entries += [(nid, [f"127.0.0.1:{free_port()}" for _ in range(networks)], None) for nid in apps]
     start = time.time_ns()
     text = render_config(
         name=name,
@@ -75,6 +86,7 @@ def write_cluster(
         origin_ns=start,
         trace_rotate=trace_rotate,
         trace=trace,
+        joining=apps,
     )
     path = directory / CONFIG
     path.write_text(text)
@@ -110,12 +122,18 @@ def spawn_node(
 
 
 def cluster_up(
-    directory: Path, *, nodes: int, protocol: str, extra: list[str] | None = None
+    directory: Path,
+    *,
+    nodes: int,
+    protocol: str,
+    extra: list[str] | None = None,
+    app_members: int = 0,
 ) -> dict[str, int]:
-    """Write the cluster and start its processes; return ``{node_id: pid}``."""
+    """Write the cluster and start its processes (not the ``app_members``); return
+    ``{node_id: pid}``."""
     if (directory / PIDS).exists() and any(_alive(p) for p in read_pids(directory).values()):
         raise RuntimeError(f"{directory}: a cluster is running there (ringcast cluster down first)")
-    config = write_cluster(directory, nodes=nodes, protocol=protocol)
+    config = write_cluster(directory, nodes=nodes, protocol=protocol, app_members=app_members)
     pids = {nid: spawn_node(config, nid, directory / "logs", extra).pid for nid in node_ids(nodes)}
     (directory / PIDS).write_text(json.dumps(pids, indent=1))
     return pids
