@@ -207,6 +207,8 @@ def _print_check(doc: dict[str, Any]) -> None:
         table.add_row(*row)
     console = Console(file=sys.stdout, highlight=False, width=max(120, Console().width))
     console.print(table)
+    for j in doc.get("judged_crashed") or []:
+        print(f"  {j['run']}: {j['note']}")
     for name, p in props.items():
         for c in p["counterexamples"]:
             t = f"{c['t'] / 1e6:.3f}ms" if c.get("t") is not None else "-"
