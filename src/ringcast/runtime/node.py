@@ -206,7 +206,7 @@ def tune_gc() -> None:
     few hundred microseconds and a full one every few hundred milliseconds over every
     object of the process, imported modules included. The objects that exist now are
     moved to the permanent generation (``gc.freeze``) and the thresholds are raised.
-    Measured in ``docs/benchmarks-runtime.md``.
+    Measured in ``docs/benchmarks.md`` ("What changed in the runtime").
     """
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
