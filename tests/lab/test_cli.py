@@ -276,3 +276,30 @@ def test_spark_out_of_memory_is_one_line_that_says_what_to_do() -> None:
     assert str(e.value) == OUT_OF_MEMORY and "RINGCAST_DRIVER_MEMORY" in OUT_OF_MEMORY
     with pytest.raises(JobFailed):  # any other failure is not hidden
         _guard(other)(argparse.Namespace())
+
+
+def test_a_master_port_that_does_not_answer_is_one_line(traces: dict[str, Path]) -> None:
+    """Something accepts connections at the master's address but is no Spark master:
+    after RINGCAST_MASTER_WAIT_S, one line naming it, not Spark's minute of retries."""
+    import socket
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)  # connections complete in the kernel; nothing answers
+        master = f"spark://127.0.0.1:{silent.getsockname()[1]}"
+        env = {**os.environ, "RINGCAST_DRIVER_MEMORY": "1g", "RINGCAST_MASTER_WAIT_S": "2"}
+        cmd = [sys.executable, "-m", "ringcast.cli.main", "lab", "check", str(traces["clean"])]
+        proc = subprocess.run(
+            [*cmd, "--master", master],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+            check=False,
+        )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines() == [
+        f"ringcast lab: error: the Spark master {master} did not register this application "
+        "within 2 s: is a Spark master listening there (spark://HOST:7077, not its web UI's "
+        "port)? RINGCAST_MASTER_WAIT_S sets the wait"
+    ]

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -224,7 +225,9 @@ def spark_session(
     try:
         if not verbose:
             quiet_gateway(settings, chosen, app_name)
-        spark = builder.getOrCreate()
+        spark = _get_or_create(builder, chosen)
+    except LabError:
+        raise
     except Exception as e:  # the JVM failed to start: report it on one line
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise LabError(
@@ -242,6 +245,42 @@ def spark_session(
     if ship_package if ship_package is not None else on_cluster:
         _ship(spark, connect=False, say=say)
     return spark
+
+
+MASTER_WAIT_S = 10.0
+"""How long a standalone master may take to register the application: Spark's own
+client retries three times twenty seconds at something that accepts connections but
+does not answer as a master (another service's port, a master's web UI port)."""
+
+
+def _get_or_create(builder: Any, master: str | None) -> SparkSession:
+    """``builder.getOrCreate()``; for a standalone master (``spark://``), at most
+    :data:`MASTER_WAIT_S` (``RINGCAST_MASTER_WAIT_S``) seconds, else ``LabError``
+    naming the master. The call left waiting runs on in a daemon thread: the command
+    then ends, and the driver's JVM with it."""
+    if not master or not master.startswith("spark://"):
+        return builder.getOrCreate()  # type: ignore[no-any-return]
+    limit = float(os.environ.get("RINGCAST_MASTER_WAIT_S", MASTER_WAIT_S))
+    box: dict[str, Any] = {}
+
+    def start() -> None:
+        try:
+            box["spark"] = builder.getOrCreate()
+        except BaseException as e:  # handed to the caller's thread
+            box["error"] = e
+
+    thread = threading.Thread(target=start, name="ringcast-spark-start", daemon=True)
+    thread.start()
+    thread.join(limit)
+    if thread.is_alive():
+        raise LabError(
+            f"the Spark master {master} did not register this application within "
+            f"{limit:g} s: is a Spark master listening there (spark://HOST:7077, not its "
+            "web UI's port)? RINGCAST_MASTER_WAIT_S sets the wait"
+        )
+    if "error" in box:
+        raise box["error"]
+    return box["spark"]  # type: ignore[no-any-return]
 
 
 def quiet_gateway(settings: dict[str, str], master: str | None, app_name: str) -> None:
