@@ -4,6 +4,7 @@ test if it is called)."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from lab_traces import clean_trace, to_table
 
+import ringcast.lab.errors
 import ringcast.lab.session
 from ringcast.cli.main import main
 
@@ -148,3 +150,40 @@ def test_the_environment_s_master_is_checked_too(
 ) -> None:
     monkeypatch.setenv("SPARK_MASTER", f"spark://127.0.0.1:{closed_port()}")
     assert "cannot reach the Spark master" in one_error(capsys, ["lab", "metrics", str(trace)])
+
+
+def test_a_connect_port_that_does_not_speak_grpc_is_one_line(
+    capsys: pytest.CaptureFixture[str], trace: Path
+) -> None:
+    """Something accepts connections at the Connect URL's address: silent, it is named
+    after the probe's timeout (a Connect client would retry for minutes); answering
+    something else than HTTP/2, at once."""
+    import threading
+
+    from ringcast.lab import masters
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)  # connections complete in the kernel; nothing answers
+        url = f"sc://127.0.0.1:{silent.getsockname()[1]}"
+        with pytest.raises(ringcast.lab.errors.LabError) as e:
+            masters.check_where(None, url, timeout=0.5)
+        assert f"the Spark Connect server {url}" in str(e.value)
+        assert "gave no answer within 0.5 s" in str(e.value)
+
+    with socket.socket() as web:
+        web.bind(("127.0.0.1", 0))
+        web.listen(4)
+        url = f"sc://127.0.0.1:{web.getsockname()[1]}"
+
+        def answer() -> None:  # an HTTP/1.1 server, say a web UI
+            for _ in range(2):  # the TCP probe's connection, then the preface's
+                conn, _addr = web.accept()
+                with conn, contextlib.suppress(OSError):  # the TCP probe hangs up at once
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+
+        t = threading.Thread(target=answer)
+        t.start()
+        err = one_error(capsys, ["lab", "check", str(trace), "--remote", url])
+        t.join(10)
+    assert err.endswith("does not answer as a Spark Connect (gRPC) server")

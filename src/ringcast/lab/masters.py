@@ -71,6 +71,38 @@ def probe(addresses: list[tuple[str, int]], url: str, what: str, timeout: float)
     raise LabError(f"cannot reach {what} {url}: {'; '.join(reasons)} (is it running?)")
 
 
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+EMPTY_SETTINGS = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"  # length 0, type 4, flags 0, stream 0
+SETTINGS_FRAME = 0x04
+
+
+def probe_grpc(address: tuple[str, int], url: str, timeout: float) -> None:
+    """``LabError`` unless the server at ``address`` answers as gRPC does (HTTP/2, RFC
+    9113 section 3.4): to the client's connection preface it sends its own, a SETTINGS
+    frame. A Spark Connect client would otherwise retry, with back-off, for minutes at a
+    port that accepts connections and says nothing."""
+    host, port = address
+    where = f"cannot reach the Spark Connect server {url}: {host}:{port}"
+    try:
+        with socket.create_connection(address, timeout=timeout) as s:
+            s.sendall(HTTP2_PREFACE + EMPTY_SETTINGS)
+            head = b""
+            while len(head) < 9:
+                chunk = s.recv(9 - len(head))
+                if not chunk:
+                    break
+                head += chunk
+    except TimeoutError:
+        raise LabError(
+            f"{where} accepts connections but gave no answer within {timeout:g} s "
+            "(is it a Spark Connect server?)"
+        ) from None
+    except OSError as e:
+        raise LabError(f"{where}: {e.strerror or e}") from None
+    if len(head) < 9 or head[3] != SETTINGS_FRAME:
+        raise LabError(f"{where} does not answer as a Spark Connect (gRPC) server")
+
+
 def check_where(
     master: str | None, remote: str | None, *, timeout: float = PROBE_TIMEOUT_S
 ) -> None:
@@ -79,7 +111,10 @@ def check_where(
     if master and remote:
         raise LabError(f"--master {master} and --remote {remote}: give one of them")
     if remote:
-        probe([remote_address(remote)], remote, "the Spark Connect server", timeout)
+        address = remote_address(remote)
+        probe([address], remote, "the Spark Connect server", timeout)
+        if "use_ssl=true" not in remote.lower():  # under TLS, HTTP/2 comes after a handshake
+            probe_grpc(address, remote, timeout)
     elif master:
         addresses = master_addresses(master)
         if addresses:
