@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import os
 import re
 import shlex
@@ -12,6 +13,7 @@ import socket
 import subprocess
 import sys
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,7 @@ from ringcast.runtime import (
 from ringcast.runtime.cluster import write_cluster
 from ringcast.runtime.config import load_config
 from ringcast.runtime.group import GroupEvent
+from ringcast.runtime.log import LOGGER
 
 from .conftest import PROTOCOLS, await_status, make_config, watching
 
@@ -167,8 +170,18 @@ def test_join_timeout_names_the_node(tmp_path: Path) -> None:
     asyncio.run(go())
 
 
+@pytest.fixture
+def runtime_logging() -> Iterator[None]:
+    """``ringcast node`` sends the runtime's logs to the stderr of the moment (pytest's
+    capture here): put the logger back as it was, for the tests that come after."""
+    log = logging.getLogger(LOGGER)
+    saved = (list(log.handlers), log.propagate, log.level)
+    yield
+    log.handlers[:], log.propagate, log.level = saved[0], saved[1], saved[2]
+
+
 def test_node_command_with_its_address_taken_is_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], runtime_logging: None
 ) -> None:
     cfg = make_config(tmp_path, ["A"], "basic")
     host, port = cfg.node("A").addresses[0]

@@ -97,7 +97,8 @@ def test_status_says_what_is_wrong_and_exits_1(
     assert "wrong key: runs with another key than" in lines["rekeyed"]
     assert "not monitored" in lines["app"]
     assert not any(w in lines["up"] for w in ("not ", "wrong", "down"))
-    assert err.strip() == "3 of 5 nodes down: stopped, hung, rekeyed"
+    # (a logger an earlier test pointed at its own captured stderr may add lines here)
+    assert "3 of 5 nodes down: stopped, hung, rekeyed" in err.splitlines()
     assert {n: r.get("error") for n, r in rows.items()} == {
         "up": None,
         "stopped": "not running",
