@@ -4,7 +4,8 @@
 loopback ports, and starts one ``ringcast node`` process a node (logs in
 ``logs/<id>.log``). With ``app_members`` it also writes that many nodes ``app1``,
 ``app2``, ... that it does not start, marked ``join = true`` (not in the initial group):
-the places for applications, which join with ``Group.join(file, "app1")``. ``down``
+the places for applications, which join with ``Group.join(file, "app1")``. It returns
+once every node it started is ready (its status endpoint listens). ``down``
 sends SIGTERM to each (the node leaves the group cleanly), waits, and kills what is left.
 """
 
@@ -26,6 +27,8 @@ from ringcast.runtime.security import write_key_file
 
 PIDS = "pids.json"
 CONFIG = "cluster.toml"
+READY_TIMEOUT_S = 30.0
+"""How long ``cluster up`` waits for its nodes' status endpoints."""
 
 
 def free_port(kind: int = socket.SOCK_DGRAM) -> int:
@@ -128,15 +131,75 @@ def cluster_up(
     protocol: str,
     extra: list[str] | None = None,
     app_members: int = 0,
+    ready_timeout: float = READY_TIMEOUT_S,
 ) -> dict[str, int]:
-    """Write the cluster and start its processes (not the ``app_members``); return
+    """Write the cluster and start its processes (not the ``app_members``), and wait
+    until each is ready (:func:`await_ready`; ``ready_timeout`` 0: do not wait); return
     ``{node_id: pid}``."""
     if (directory / PIDS).exists() and any(_alive(p) for p in read_pids(directory).values()):
         raise RuntimeError(f"{directory}: a cluster is running there (ringcast cluster down first)")
     config = write_cluster(directory, nodes=nodes, protocol=protocol, app_members=app_members)
-    pids = {nid: spawn_node(config, nid, directory / "logs", extra).pid for nid in node_ids(nodes)}
+    procs = {nid: spawn_node(config, nid, directory / "logs", extra) for nid in node_ids(nodes)}
+    pids = {nid: p.pid for nid, p in procs.items()}
     (directory / PIDS).write_text(json.dumps(pids, indent=1))
+    if ready_timeout:
+        await_ready(config, procs, directory / "logs", ready_timeout)
     return pids
+
+
+def await_ready(
+    config: Path, procs: Mapping[str, subprocess.Popen[bytes]], log_dir: Path, timeout: float
+) -> None:
+    """Return once every node's status endpoint accepts connections (``ringcast node``
+    opens it when it is ready), so that ``ringcast status`` right after ``cluster up``
+    finds the nodes up. ``RuntimeError`` naming a node that exited (with the last line
+    of its log) or is not ready within ``timeout`` seconds; the others keep running."""
+    from ringcast.runtime.config import load_config
+
+    cfg = load_config(config)
+    waiting = {nid: cfg.node(nid).status for nid in procs}
+    deadline = time.monotonic() + timeout
+    while waiting:
+        for nid, addr in list(waiting.items()):
+            code = procs[nid].poll()
+            if code is not None:
+                raise RuntimeError(
+                    f"node {nid} exited with {code} at start: "
+                    f"{_last_line(log_dir / f'{nid}.log')} (`ringcast cluster down` stops the "
+                    "others)"
+                )
+            if addr is None or _listens(addr):
+                del waiting[nid]
+        if waiting and time.monotonic() > deadline:
+            raise RuntimeError(
+                f"node {', '.join(sorted(waiting))} not ready within {timeout:g} s "
+                f"(see {log_dir}); `ringcast cluster down` stops the cluster"
+            )
+        if waiting:
+            time.sleep(0.05)
+
+
+def _listens(addr: tuple[str, int]) -> bool:
+    try:
+        with socket.create_connection(addr, timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _last_line(log: Path) -> str:
+    """The message of a log file's last line (a JSON record's ``msg``, else the line)."""
+    try:
+        lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "(no log)"
+    if not lines:
+        return "(empty log)"
+    try:
+        rec = json.loads(lines[-1])
+        return str(rec.get("msg", lines[-1])) if isinstance(rec, dict) else lines[-1]
+    except ValueError:
+        return lines[-1]
 
 
 def read_pids(directory: Path) -> dict[str, int]:
