@@ -10,15 +10,16 @@ __version__ = "0.1.0"
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ringcast.runtime import Group
+    from ringcast.runtime import Delivery, Group, GroupError, LeaderChange, ViewChange
 
-__all__ = ["Group", "__version__"]
+_RUNTIME = ("Delivery", "Group", "GroupError", "LeaderChange", "ViewChange")
+__all__ = ["Delivery", "Group", "GroupError", "LeaderChange", "ViewChange", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
     # The runtime (asyncio, cryptography) is imported only when the Group API is used.
-    if name == "Group":
-        from ringcast.runtime import Group
+    if name in _RUNTIME:
+        import ringcast.runtime
 
-        return Group
+        return getattr(ringcast.runtime, name)
     raise AttributeError(f"module 'ringcast' has no attribute {name!r}")

@@ -27,14 +27,6 @@ ROOT = Path(__file__).resolve().parents[2]
 CLAIMS = ["--protocol", "totem", "--claims", "totem=total_order+integrity"]
 
 
-def _errors(stderr: str) -> list[str]:
-    """stderr without the line that says where the session runs (every lab command
-    prints it once its session is up)."""
-    lines = stderr.strip().splitlines()
-    assert any(line.startswith("ringcast lab: Spark master local[2]") for line in lines)
-    return [line for line in lines if not line.startswith("ringcast lab: Spark master")]
-
-
 @pytest.fixture(autouse=True)
 def _keep_session_settings(spark: Any) -> Any:
     """``main`` reuses the fixture's session but sizes its shuffle to the machine: undo."""
@@ -66,11 +58,12 @@ def test_check_exit_codes(
     assert main(["lab", "check", str(traces["bad"]), *CLAIMS]) == 1
     printed = capsys.readouterr().out
     assert "total_order        violated" in printed
+    # input errors come before the session, so without the line saying where it runs
     assert main(["lab", "check", str(traces["short"]), *CLAIMS]) == 2
-    err = _errors(capsys.readouterr().err)
+    err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "short.parquet" in err[0] and "missing columns" in err[0]
     assert main(["lab", "check", str(tmp_path / "nowhere"), *CLAIMS]) == 2
-    err = _errors(capsys.readouterr().err)
+    err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no such file" in err[0]
 
 
@@ -148,7 +141,10 @@ def test_java_version_parsing() -> None:
 
 
 def test_missing_or_old_java_is_one_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    traces: dict[str, Path],
 ) -> None:
     with pytest.raises(LabError, match="Java not found"):
         java_version(str(tmp_path / "no-java"))
@@ -158,7 +154,7 @@ def test_missing_or_old_java_is_one_line(
     with pytest.raises(LabError, match="Java 8 is too old"):
         check_java(str(old))
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nojdk"))
-    assert main(["lab", "check", str(tmp_path)]) == 2
+    assert main(["lab", "check", str(traces["clean"])]) == 2  # inputs fine, then Java
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Java not found" in err[0]
 
@@ -230,6 +226,10 @@ def test_entry_point_exit_code_on_a_corrupted_trace(traces: dict[str, Path]) -> 
     )
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert "total_order        violated" in proc.stdout
+    # the JVM's and log4j's own output is hidden (--verbose shows it): the lab's lines only
+    assert proc.stderr.strip().splitlines() == [
+        "ringcast lab: Spark master local[1]: the driver's own executor, 1 cores"
+    ]
 
 
 def test_check_with_and_without_certificate(spark: Any, traces: dict[str, Path]) -> None:
@@ -276,3 +276,30 @@ def test_spark_out_of_memory_is_one_line_that_says_what_to_do() -> None:
     assert str(e.value) == OUT_OF_MEMORY and "RINGCAST_DRIVER_MEMORY" in OUT_OF_MEMORY
     with pytest.raises(JobFailed):  # any other failure is not hidden
         _guard(other)(argparse.Namespace())
+
+
+def test_a_master_port_that_does_not_answer_is_one_line(traces: dict[str, Path]) -> None:
+    """Something accepts connections at the master's address but is no Spark master:
+    after RINGCAST_MASTER_WAIT_S, one line naming it, not Spark's minute of retries."""
+    import socket
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)  # connections complete in the kernel; nothing answers
+        master = f"spark://127.0.0.1:{silent.getsockname()[1]}"
+        env = {**os.environ, "RINGCAST_DRIVER_MEMORY": "1g", "RINGCAST_MASTER_WAIT_S": "2"}
+        cmd = [sys.executable, "-m", "ringcast.cli.main", "lab", "check", str(traces["clean"])]
+        proc = subprocess.run(
+            [*cmd, "--master", master],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+            check=False,
+        )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines() == [
+        f"ringcast lab: error: the Spark master {master} did not register this application "
+        "within 2 s: is a Spark master listening there (spark://HOST:7077, not its web UI's "
+        "port)? RINGCAST_MASTER_WAIT_S sets the wait"
+    ]

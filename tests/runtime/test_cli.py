@@ -51,6 +51,8 @@ def test_cluster_up_status_down(tmp_path: Path, capsys: pytest.CaptureFixture[st
         up = json.loads(capsys.readouterr().out)
         assert set(up["pids"]) == {"n1", "n2", "n3"}
         cfg = load_config(d / "cluster.toml")
+        # cluster up returned once every node was ready: status finds them all up
+        assert [r.get("error") for r in asyncio.run(gather_status(cfg, 5))] == [None] * 3
         nodes = {"n1", "n2", "n3"}
         for n in sorted(nodes):
             watch = LogWatch(d / "logs" / f"{n}.log")
@@ -78,8 +80,10 @@ def test_cluster_up_status_down(tmp_path: Path, capsys: pytest.CaptureFixture[st
     # Every node left cleanly and wrote its final stats row.
     for n in ("n1", "n2", "n3"):
         assert "node stopped" in (d / "logs" / f"{n}.log").read_text()
-    assert main(["status", "--config", str(d / "cluster.toml")]) == 0
-    assert "down" in capsys.readouterr().out
+    assert main(["status", "--config", str(d / "cluster.toml")]) == 1
+    out, err = capsys.readouterr()
+    assert out.count("not running: nothing listens on 127.0.0.1:") == 3
+    assert err.strip() == "3 of 3 nodes down: n1, n2, n3"
 
 
 def _may_take_sched_rr() -> bool:
@@ -113,3 +117,15 @@ def test_node_sched_rr_runs_the_process_with_realtime_scheduling(tmp_path: Path)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
+
+
+def test_cluster_up_names_a_node_that_exits_at_start(tmp_path: Path) -> None:
+    from ringcast.runtime.cluster import cluster_down, cluster_up
+
+    with pytest.raises(RuntimeError) as e:
+        cluster_up(tmp_path, nodes=2, protocol="basic", extra=["--order", "sideways"])
+    try:
+        assert "exited with 2 at start" in str(e.value) and "--order" in str(e.value)
+        assert str(e.value).startswith("node n")
+    finally:
+        cluster_down(tmp_path)

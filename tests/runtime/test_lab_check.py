@@ -5,6 +5,7 @@ nodes' trace segments (JSON Lines or Parquet) and holds the protocol to its clai
 from __future__ import annotations
 
 import asyncio
+import json
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,11 @@ import pytest
 from ringcast.lab.pipeline import check_paths
 from ringcast.lab.properties import claims
 from ringcast.runtime import Delivery, Group
+from ringcast.runtime.cluster import write_cluster
+from ringcast.runtime.config import load_config
 
-from .conftest import TOTAL_ORDER, make_config
+from .conftest import TOTAL_ORDER, LogWatch, await_status, make_config, watching
+from .netns import Nodes
 
 NODES = ["A", "B", "C"]
 PER_NODE = 30
@@ -80,3 +84,50 @@ def test_lab_check_reads_a_real_cluster_trace(
         assert props[name]["status"] == "holds", name
         assert props[name]["runs_checked"] == 1, name
         assert props[name]["protocols"][protocol]["runs_checked"] == 1, name
+
+
+KILLED = "n2"
+
+
+@pytest.mark.parametrize("protocol", ["totem", "raincore", "tribes"])
+def test_a_node_killed_before_the_cluster_stopped_is_judged_crashed(
+    spark: Any, tmp_path: Path, protocol: str
+) -> None:
+    """Three ``ringcast node`` processes; n2 is killed with kill -9 once its trace has a
+    segment on disk, the others install a view without it and are then stopped
+    (SIGTERM: each leaves and writes its stats row). n2's trace ends without one: the
+    check judges it crashed where its trace ends, says so, and convergence holds (it
+    was taken for a live node that never left the three-node view)."""
+    path = write_cluster(tmp_path, nodes=3, protocol=protocol, trace_rotate="200ms")
+    cfg = load_config(path)
+    names = ["n1", "n2", "n3"]
+    survivors = {"n1", "n3"}
+    trace_dir = tmp_path / "trace"
+    with watching(tmp_path / "logs", names) as logs, Nodes(path, tmp_path / "logs") as nodes:
+        for n in names:
+            nodes.start(n)
+        for n in names:
+            logs[n].wait_ready(0, 30)
+
+        async def views(who: set[str], want: set[str]) -> None:
+            await asyncio.gather(*(await_status(cfg.node(n).status, 30, members=want) for n in who))
+
+        asyncio.run(views(set(names), set(names)))
+        segments = LogWatch(trace_dir / ".watch")  # wakes at each file renamed into place
+        try:
+            segments.wait_for(
+                lambda _: any(trace_dir.glob(f"{KILLED}.*.parquet")), 30, f"a segment of {KILLED}"
+            )
+        finally:
+            segments.close()
+        nodes.kill(KILLED)
+        asyncio.run(views(survivors, survivors))
+        nodes.stop(nodes=sorted(survivors))
+    doc = check_paths(spark, [trace_dir], protocol=protocol)
+    props = doc["properties"]
+    assert doc["ok"] is True, {n: p["counterexamples"] for n, p in props.items()}
+    assert props["convergence"]["status"] == "holds"
+    (judged,) = doc["judged_crashed"]
+    assert judged["node"] == KILLED
+    assert "without a clean stop" in judged["note"] and "judged crashed" in judged["note"]
+    json.dumps(doc)  # check.json holds it as it is

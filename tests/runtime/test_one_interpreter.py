@@ -113,7 +113,7 @@ def _runtime_rows(
     )
 
     async def main() -> None:
-        async with Group.join(cfg, node) as g:
+        async with Group.join(cfg, node, wait_view=False) as g:
             host = g.host
             for call in calls:
                 if call[0] == "apply":

@@ -15,11 +15,9 @@ def _say(line: str) -> None:
     print(f"ringcast lab: {line}", file=sys.stderr, flush=True)
 
 
-def _spark(args: argparse.Namespace) -> Any:
-    """The session, after saying where it runs (master, executors, cores) and what it
-    shipped to the executors, one line each."""
+def _spark_conf(args: argparse.Namespace) -> dict[str, str]:
+    """The ``--conf KEY=VALUE`` settings (``LabError`` for a malformed one)."""
     from ringcast.lab.errors import LabError
-    from ringcast.lab.session import spark_session, where
 
     conf: dict[str, str] = {}
     for item in args.conf or ():
@@ -27,13 +25,34 @@ def _spark(args: argparse.Namespace) -> Any:
         if not sep or not key.strip():
             raise LabError(f"--conf {item!r}: expected KEY=VALUE")
         conf[key.strip()] = value
+    return conf
+
+
+def _check_spark_args(args: argparse.Namespace) -> None:
+    """Everything about where Spark runs that can be checked before it starts: the
+    ``--conf`` syntax, the master or Connect URL's syntax, and that it listens."""
+    from ringcast.lab.masters import check_where
+    from ringcast.lab.session import resolve_master, resolve_remote
+
+    _spark_conf(args)
+    remote = resolve_remote(args.remote)
+    check_where(args.master if remote else resolve_master(args.master), remote)
+
+
+def _spark(args: argparse.Namespace) -> Any:
+    """The session, after saying where it runs (master, executors, cores) and what it
+    shipped to the executors, one line each."""
+    from ringcast.lab.session import spark_session, where
+
+    _check_spark_args(args)
     spark = spark_session(
         args.master,
         remote=args.remote,
         ui=args.ui,
-        conf=conf,
+        conf=_spark_conf(args),
         ship_package=False if args.no_ship else None,
         say=_say,
+        verbose=args.verbose,
     )
     _say(where(spark).line())
     return spark
@@ -86,16 +105,45 @@ def _claims(args: argparse.Namespace) -> dict[str, frozenset[str]] | None:
         raise LabError(str(e)) from None
 
 
-def _sweep(
-    args: argparse.Namespace, sweep_file: Path, out: Path, spark: Any = None
-) -> dict[str, Any]:
-    from ringcast.cli.progress import ProgressBar
+def _check_numbers(args: argparse.Namespace) -> None:
+    """The numeric options a command has, checked before Spark starts."""
+    from ringcast.lab.errors import LabError
+
+    for name, least in (("seeds", 1), ("partitions", 0), ("examples", 0)):
+        value = getattr(args, name, None)
+        if value is not None and value < least:
+            raise LabError(f"--{name}: expected an integer >= {least}, got {value}")
+    for name in ("convergence_bound", "progress_bound"):
+        value = getattr(args, name, None)
+        if value is not None and not value > 0:
+            raise LabError(f"--{name.replace('_', '-')}: expected seconds > 0, got {value:g}")
+
+
+def _check_out(out: Path, what: str = "--out") -> None:
+    """An output directory must not be an existing file."""
+    from ringcast.lab.errors import LabError
+
+    if out.exists() and not out.is_dir():
+        raise LabError(f"{what} {out}: is a file, not a directory")
+
+
+def _load_sweep(args: argparse.Namespace, sweep_file: Path, out: Path) -> Any:
+    """The sweep, with every input checked (before Spark starts)."""
     from ringcast.lab.grid import load_sweep
+
+    _check_numbers(args)
+    _check_out(out)
+    sweep = load_sweep(sweep_file, seeds=args.seeds)
+    _check_spark_args(args)
+    return sweep
+
+
+def _sweep(args: argparse.Namespace, sweep: Any, out: Path, spark: Any = None) -> dict[str, Any]:
+    from ringcast.cli.progress import ProgressBar
     from ringcast.lab.pipeline import record_where
     from ringcast.lab.session import where
     from ringcast.lab.sweep import run_sweep
 
-    sweep = load_sweep(sweep_file, seeds=args.seeds)
     if sweep.skipped and not args.quiet:
         print(_skipped_line(sweep.skipped), file=sys.stderr)
     spark = spark if spark is not None else _spark(args)
@@ -159,6 +207,8 @@ def _print_check(doc: dict[str, Any]) -> None:
         table.add_row(*row)
     console = Console(file=sys.stdout, highlight=False, width=max(120, Console().width))
     console.print(table)
+    for j in doc.get("judged_crashed") or []:
+        print(f"  {j['run']}: {j['note']}")
     for name, p in props.items():
         for c in p["counterexamples"]:
             t = f"{c['t'] / 1e6:.3f}ms" if c.get("t") is not None else "-"
@@ -183,18 +233,35 @@ def _print_expected(doc: dict[str, Any]) -> None:
 
 @_guard
 def cmd_sweep(args: argparse.Namespace) -> int:
-    _sweep(args, args.sweep, args.out)
+    _sweep(args, _load_sweep(args, args.sweep, args.out), args.out)
     return 0
+
+
+def _check_traces(args: argparse.Namespace, paths: list[Path]) -> None:
+    """The inputs of ``check`` and ``metrics``, checked before Spark starts: the
+    numbers, ``--json``'s place, the trace paths (found and schema-checked) and
+    where Spark runs."""
+    from ringcast.lab.load import trace_inputs
+
+    _check_numbers(args)
+    if getattr(args, "json", None) is not None and args.json.is_dir():
+        from ringcast.lab.errors import LabError
+
+        raise LabError(f"--json {args.json}: is a directory, not a file")
+    trace_inputs(paths, protocol=args.protocol)
+    _check_spark_args(args)
 
 
 def _check(args: argparse.Namespace, paths: list[Path]) -> dict[str, Any]:
     from ringcast.lab.pipeline import check_paths
 
+    overrides = _claims(args)
+    _check_traces(args, paths)
     return check_paths(
         _spark(args),
         paths,
         protocol=args.protocol,
-        overrides=_claims(args),
+        overrides=overrides,
         examples=args.examples,
         convergence_bound=int(args.convergence_bound * 1e9),
         progress_bound=int(args.progress_bound * 1e9),
@@ -218,6 +285,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_metrics(args: argparse.Namespace) -> int:
     from ringcast.lab.pipeline import metrics_paths, write_json
 
+    _check_traces(args, args.dirs)
     doc = metrics_paths(_spark(args), args.dirs, protocol=args.protocol)
     if args.json:
         write_json(args.json, doc)
@@ -248,6 +316,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if not args.dir.is_dir():
         raise LabError(f"{args.dir}: no such directory")
+    if args.out.is_dir():
+        raise LabError(f"--out {args.out}: is a directory (give the report's file name)")
+    if not (args.dir / "check.json").exists() or not (args.dir / "metrics.json").exists():
+        _check_traces(args, [args.dir])  # Spark computes them: check its inputs first
     out = report_dir(lambda: _spark(args), args.dir, args.out, protocol=args.protocol)
     print(f"report -> {out}")
     return 0
@@ -283,13 +355,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     out: Path = args.out
+    overrides = _claims(args)
+    sweep = _load_sweep(args, args.sweep, out)  # every input checked before Spark starts
     spark = _spark(args)  # one session for sweep, check, metrics and report
-    summary = _sweep(args, args.sweep, out, spark=spark)
+    summary = _sweep(args, sweep, out, spark=spark)
     bar = None if args.quiet else _phases_bar()
     doc, report, times = run_pipeline(
         spark,
         out,
-        overrides=_claims(args),
+        overrides=overrides,
         examples=args.examples,
         convergence_bound=int(args.convergence_bound * 1e9),
         progress_bound=int(args.progress_bound * 1e9),
@@ -340,6 +414,12 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="do not ship ringcast to the executors (they have it installed)",
     )
     p.add_argument("--ui", action="store_true", help="enable the Spark web UI")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show Spark's and the JVM's own log output (hidden by default)",
+    )
 
 
 def _checking(p: argparse.ArgumentParser) -> None:

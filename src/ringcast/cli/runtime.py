@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +22,13 @@ def _load(path: Path) -> Any:
 
 
 def _cmd_node(args: argparse.Namespace) -> int:
-    from ringcast.runtime.config import ConfigError
+    from ringcast.runtime.errors import GroupError
     from ringcast.runtime.node import Workload, run_forever, run_node
-    from ringcast.runtime.security import KeyFileError
 
     cfg = _load(args.config)
     try:
         cfg.node(args.id)
-    except ConfigError as e:
+    except GroupError as e:
         raise CliError(str(e)) from None
     if args.order not in ("agreed", "safe", "fifo"):
         raise CliError(f"--order: expected agreed, safe or fifo, got {args.order!r}")
@@ -41,7 +41,7 @@ def _cmd_node(args: argparse.Namespace) -> int:
         run_forever(
             run_node(cfg, args.id, workload=wl, summary=args.summary, sched_rr=args.sched_rr)
         )
-    except KeyFileError as e:
+    except GroupError as e:
         raise CliError(str(e)) from None
     except OSError as e:
         raise CliError(f"node {args.id}: {e}") from None
@@ -50,21 +50,26 @@ def _cmd_node(args: argparse.Namespace) -> int:
 
 def _cmd_cluster_up(args: argparse.Namespace) -> int:
     from ringcast.protocols import registry
-    from ringcast.runtime.cluster import cluster_up
+    from ringcast.runtime.cluster import app_ids, cluster_up
 
     if not 1 <= args.nodes <= 64:
         raise CliError(f"--nodes: expected 1..64, got {args.nodes}")
+    if not 0 <= args.app_members <= 64:
+        raise CliError(f"--app-members: expected 0..64, got {args.app_members}")
     if args.protocol not in registry.names():
         raise CliError(
             f"--protocol: unknown protocol {args.protocol!r} (known: {', '.join(registry.names())})"
         )
     try:
-        pids = cluster_up(args.dir, nodes=args.nodes, protocol=args.protocol)
+        pids = cluster_up(
+            args.dir, nodes=args.nodes, protocol=args.protocol, app_members=args.app_members
+        )
     except RuntimeError as e:
         raise CliError(str(e)) from None
-    print(
-        json.dumps({"dir": str(args.dir), "config": str(args.dir / "cluster.toml"), "pids": pids})
-    )
+    out = {"dir": str(args.dir), "config": str(args.dir / "cluster.toml"), "pids": pids}
+    if args.app_members:
+        out["app_members"] = app_ids(args.app_members)
+    print(json.dumps(out))
     return 0
 
 
@@ -95,7 +100,8 @@ def status_table(rows: list[dict[str, Any]]) -> str:
     lines = [head]
     for st in rows:
         if "error" in st:
-            lines.append((st["node"], "-", "-", f"down ({st['error']})", "-", "-", "-", "-", "-"))
+            what = f"{st['error']}: {st['problem']}" if "problem" in st else st["error"]
+            lines.append((st["node"], "-", "-", what, "-", "-", "-", "-", "-"))
             continue
         m = st["metrics"]
         v = st["view"] or {}
@@ -123,27 +129,30 @@ def status_table(rows: list[dict[str, Any]]) -> str:
     )
 
 
-async def gather_status(cfg: Any, timeout: float = 2.0) -> list[dict[str, Any]]:
-    from ringcast.runtime.status import fetch_status
+async def gather_status(cfg: Any, timeout: float = 1.0) -> list[dict[str, Any]]:
+    """Every node's status, or in words what is wrong with it (see
+    :mod:`ringcast.runtime.health`); the nodes are asked concurrently."""
+    from ringcast.runtime.health import cluster_health
 
-    async def one(node: Any) -> dict[str, Any]:
-        if node.status is None:
-            return {"node": node.node_id, "error": "no status address"}
-        try:
-            return json.loads(await fetch_status(node.status, timeout=timeout))
-        except (OSError, TimeoutError, ValueError) as e:
-            return {"node": node.node_id, "error": type(e).__name__}
-
-    return list(await asyncio.gather(*(one(n) for n in cfg.nodes)))
+    return await cluster_health(cfg, timeout)
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
+    from ringcast.runtime.health import is_down
+
+    if not 0 < args.timeout <= 60:
+        raise CliError(f"--timeout: expected seconds in (0, 60], got {args.timeout:g}")
     cfg = _load(args.config)
-    rows = asyncio.run(gather_status(cfg))
+    rows = asyncio.run(gather_status(cfg, args.timeout))
     if args.json:
         print(json.dumps(rows, default=str))
     else:
         print(status_table(rows))
+    down = [r["node"] for r in rows if is_down(r)]
+    if down:
+        if not args.json:
+            print(f"{len(down)} of {len(rows)} nodes down: {', '.join(down)}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -188,17 +197,35 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     csub = c.add_subparsers(dest="cluster_command", metavar="ACTION")
     csub.required = True
     s = csub.add_parser("up", help="write a loopback cluster and start its nodes")
-    s.add_argument("--nodes", type=int, default=3)
+    s.add_argument("--nodes", type=int, default=3, help="node processes to start (n1, n2, ...)")
     s.add_argument("--protocol", default="totem")
     s.add_argument("--dir", type=Path, default=Path("ringcast-cluster"))
+    s.add_argument(
+        "--app-members",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also write N nodes app1, app2, ... that it does not start, for applications "
+        'to join as (Group.join("DIR/cluster.toml", "app1"))',
+    )
     s.set_defaults(func=_cmd_cluster_up)
     s = csub.add_parser("down", help="stop the nodes started by `cluster up`")
     s.add_argument("--dir", type=Path, default=Path("ringcast-cluster"))
     s.set_defaults(func=_cmd_cluster_down)
 
-    s = sub.add_parser("status", help="print each node's view, state and rates")
+    s = sub.add_parser(
+        "status",
+        help="print each node's view, state and rates, or what is wrong with it; "
+        "exit 1 when a node is down",
+    )
     s.add_argument("--config", type=Path, required=True)
-    s.add_argument("--json", action="store_true", help="raw JSON instead of a table")
+    s.add_argument("--json", action="store_true", help="one JSON list instead of a table")
+    s.add_argument(
+        "--timeout",
+        type=float,
+        default=1.0,
+        help="seconds to wait for the nodes' answers (asked at once; default 1)",
+    )
     s.set_defaults(func=_cmd_status)
 
     s = sub.add_parser("keygen", help="write a new cluster key file (mode 0600)")

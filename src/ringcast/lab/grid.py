@@ -121,6 +121,8 @@ def load_sweep(path: str | Path, *, seeds: int | None = None) -> Sweep:
         data = tomllib.loads(p.read_text())
     except OSError as e:
         raise LabError(f"{p}: cannot read sweep file: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise LabError(f"{p}: not valid TOML: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as e:
         raise LabError(f"{p.name}: not valid TOML: {e}") from None
     return parse_sweep(data, p.name, base=p.parent, seeds=seeds)
@@ -151,10 +153,17 @@ def parse_sweep(
     raw_seeds = seeds if seeds is not None else data.get("seeds", 1)
     if isinstance(raw_seeds, int) and not isinstance(raw_seeds, bool) and raw_seeds > 0:
         seed_list = list(range(1, raw_seeds + 1))
-    elif isinstance(raw_seeds, list) and raw_seeds and all(isinstance(s, int) for s in raw_seeds):
+    elif (
+        isinstance(raw_seeds, list)
+        and raw_seeds
+        and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in raw_seeds)
+    ):
         seed_list = list(raw_seeds)
     else:
-        raise LabError(f"{source}: seeds: expected a positive count or a list of integers")
+        raise LabError(
+            f"{source}: seeds: expected a positive count or a list of integers >= 0, "
+            f"got {raw_seeds!r}"
+        )
     grid = data.get("grid", {})
     if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
         raise LabError(f"{source}: grid: expected a table of non-empty lists")
@@ -288,12 +297,44 @@ def _label(params: dict[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in params.items()) or "base"
 
 
+SPECIAL_AXES = ("nodes", "faults")
+"""Grid keys that are not scenario keys (see :func:`apply_point`)."""
+
+
+def _check_axis(doc: dict[str, Any], key: str, value: Any, f: Path, source: str) -> None:
+    """``LabError`` when grid ``key`` is no key of a scenario (a typo such as
+    ``network.los``): the scenario parser, given the key alone, names it unknown."""
+    try:
+        parse_scenario(apply_point(doc, {key: value}), f.name)
+    except ScenarioError as e:
+        msg = str(e)
+        if f" {key}: unknown key" in msg or (msg.startswith(f"{key}:") and "not a table" in msg):
+            raise LabError(f"{source}: grid: {key!r} is not a scenario key: {msg}") from None
+
+
+def _check_settings_axes(sweep: Sweep, seen: set[str]) -> None:
+    """``LabError`` for a ``settings.`` grid key that no protocol of the sweep has."""
+    for key in sweep.grid:
+        if not key.startswith("settings."):
+            continue
+        name = key.split(".", 1)[1]
+        specs = [registry.get(p) for p in sorted(seen)]
+        if seen and not any(name in spec.settings for spec in specs):
+            known = sorted({k for spec in specs for k in spec.settings})
+            raise LabError(
+                f"{sweep.source}: grid: {key!r}: {name!r} is a setting of none of the sweep's "
+                f"protocols ({', '.join(sorted(seen))}; their settings: {', '.join(known)})"
+            )
+
+
 def _expand(sweep: Sweep, protocols: list[str] | None) -> None:
+    seen: set[str] = set()
+    checked_axes = False
     for f in sweep.files:
         try:
             text = f.read_text()
             doc = tomllib.loads(text)
-        except (OSError, tomllib.TOMLDecodeError) as e:
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
             raise LabError(f"{f}: cannot read scenario: {e}") from None
         fixed = is_fixed(doc)
         proto = doc.get("protocol")
@@ -304,6 +345,12 @@ def _expand(sweep: Sweep, protocols: list[str] | None) -> None:
         except ValueError as e:
             sweep.skipped.append(f"{f.name}: {e}")
             continue
+        seen.add(spec.name)
+        if not checked_axes:  # every scenario has the same keys: one is enough
+            for key, axis in sweep.grid.items():
+                if key not in SPECIAL_AXES and not key.startswith("settings."):
+                    _check_axis(doc, key, axis[0], f, sweep.source)
+            checked_axes = True
         axes = {
             k: v
             for k, v in sweep.grid.items()
@@ -346,6 +393,7 @@ def _expand(sweep: Sweep, protocols: list[str] | None) -> None:
                         scenario_index=index,
                     )
                 )
+    _check_settings_axes(sweep, seen)
 
 
 GENERATORS = ("hostile",)

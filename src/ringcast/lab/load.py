@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -71,6 +72,43 @@ def _summary_protocol(file: Path) -> str | None:
         return None
 
 
+@dataclass(frozen=True)
+class TraceInput:
+    """The trace files of one path given to the lab, found and schema-checked."""
+
+    base: Path  # absolute: what Spark's basePath is for the Parquet files
+    parquet: dict[str | None, list[tuple[Path, bool]]]  # protocol -> (file, is current)
+    jsonl: list[Path]
+
+
+def trace_inputs(paths: Sequence[str | Path], *, protocol: str | None = None) -> list[TraceInput]:
+    """Find and check the trace files of ``paths`` without Spark (``LabError`` naming the
+    first missing, empty, unreadable or non-conforming input); see :func:`load_traces`."""
+    if not paths:
+        raise LabError("no trace paths given")
+    out = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise LabError(f"{path}: no such file or directory")
+        root = trace_root(path)
+        files = [root] if root.is_file() else find_trace_files(root)
+        if not files:
+            raise LabError(f"{path}: holds no .parquet or .jsonl trace files")
+        parquet = [f for f in files if f.suffix.lower() == ".parquet"]
+        jsonl = [f for f in files if f.suffix.lower() == ".jsonl"]
+        checked = {f: _check_parquet(f) for f in parquet}
+        groups: dict[str | None, list[tuple[Path, bool]]] = {}
+        for f in parquet:
+            proto = checked[f][0] or _summary_protocol(f) or protocol
+            groups.setdefault(proto, []).append((f, checked[f][1]))
+        # absolute paths: a Spark Connect server (or a driver under spark-submit)
+        # resolves a relative one against its own working directory
+        base = (root if root.is_dir() else root.parent).resolve()
+        out.append(TraceInput(base, groups, jsonl))
+    return out
+
+
 def load_traces(
     spark: SparkSession, paths: Sequence[str | Path], *, protocol: str | None = None
 ) -> DataFrame:
@@ -86,33 +124,15 @@ def load_traces(
     """
     from pyspark.sql import functions as F
 
-    if not paths:
-        raise LabError("no trace paths given")
     frames = []
-    for raw in paths:
-        path = Path(raw)
-        if not path.exists():
-            raise LabError(f"{path}: no such file or directory")
-        root = trace_root(path)
-        files = [root] if root.is_file() else find_trace_files(root)
-        if not files:
-            raise LabError(f"{path}: holds no .parquet or .jsonl trace files")
-        parquet = [f for f in files if f.suffix.lower() == ".parquet"]
-        jsonl = [f for f in files if f.suffix.lower() == ".jsonl"]
-        checked = {f: _check_parquet(f) for f in parquet}
-        groups: dict[str | None, list[Path]] = {}
-        for f in parquet:
-            groups.setdefault(checked[f][0] or _summary_protocol(f) or protocol, []).append(f)
-        # absolute paths: a Spark Connect server (or a driver under spark-submit)
-        # resolves a relative one against its own working directory
-        base = (root if root.is_dir() else root.parent).resolve()
-        for proto, group in groups.items():
-            reader = spark.read.option("basePath", str(base))
-            if len({checked[f][1] for f in group}) > 1:  # old and new format versions
+    for found in trace_inputs(paths, protocol=protocol):
+        for proto, group in found.parquet.items():
+            reader = spark.read.option("basePath", str(found.base))
+            if len({current for _, current in group}) > 1:  # old and new format versions
                 reader = reader.option("mergeSchema", "true")
-            df = reader.parquet(*(str(f.resolve()) for f in group))
+            df = reader.parquet(*(str(f.resolve()) for f, _ in group))
             frames.append(_with_extras(df, proto, F))
-        for f in jsonl:
+        for f in found.jsonl:
             try:
                 table = read_trace(f)
             except TraceSchemaError as e:

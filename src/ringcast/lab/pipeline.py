@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ringcast.lab import diagrams
+from ringcast.lab.checks.context import JudgedCrash
 from ringcast.lab.checks.runner import run_checks, summary_json
 from ringcast.lab.expect import Expectation, expectations_of, expected_runs, outcome
 from ringcast.lab.load import load_runs, load_traces
@@ -69,6 +70,7 @@ def check_paths(
             if expect and runs is not None
             else None
         )
+    judged: list[JudgedCrash] = []
     results = run_checks(
         trace,
         overrides=overrides,
@@ -78,10 +80,15 @@ def check_paths(
         progress_bound=progress_bound,
         certify=certify,
         expected=expected,
+        judged=judged,
     )
     doc = summary_json(results)
     doc.update(outcome(results, expect, expected))
     doc["inputs"] = [str(p) for p in paths]
+    # a real cluster's node whose trace ends without a clean stop (killed)
+    doc["judged_crashed"] = [
+        {"run": j.run, "node": j.node, "t": j.t, "note": j.note()} for j in judged
+    ]
     return doc
 
 

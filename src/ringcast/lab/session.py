@@ -12,11 +12,14 @@ says where the session runs.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -150,8 +153,13 @@ def spark_session(
     conf: dict[str, str] | None = None,
     ship_package: bool | None = None,
     say: Callable[[str], None] | None = None,
+    verbose: bool = False,
 ) -> SparkSession:
     """Build (or return the running) SparkSession for the lab.
+
+    Unless ``verbose``, the JVM's own output (log4j's warnings at start, Java's, a
+    failing master's stack traces) goes to a file of its own (:func:`quiet_gateway`)
+    and Spark logs errors only; the lab's commands say in one line what went wrong.
 
     ``shuffle_partitions`` defaults to twice the cores (at least 2); ``conf`` adds
     any other Spark settings; the driver gets ``RINGCAST_DRIVER_MEMORY`` (default 4g),
@@ -215,10 +223,18 @@ def spark_session(
     for key, value in settings.items():
         builder = builder.config(key, value)
     try:
-        spark = builder.getOrCreate()
+        if not verbose:
+            quiet_gateway(settings, chosen, app_name)
+        spark = _get_or_create(builder, chosen)
+    except LabError:
+        raise
     except Exception as e:  # the JVM failed to start: report it on one line
-        raise LabError(f"cannot start Spark ({chosen or 'spark-submit'}): {e}") from None
-    spark.sparkContext.setLogLevel("ERROR")
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise LabError(
+            f"cannot start Spark ({chosen or 'spark-submit'}): {first}"
+            + ("" if verbose else " (--verbose shows the JVM's output)")
+        ) from None
+    spark.sparkContext.setLogLevel("WARN" if verbose else "ERROR")
     running = spark.sparkContext.master
     on_cluster = local_cores(running) is None
     if on_cluster:
@@ -229,6 +245,63 @@ def spark_session(
     if ship_package if ship_package is not None else on_cluster:
         _ship(spark, connect=False, say=say)
     return spark
+
+
+MASTER_WAIT_S = 10.0
+"""How long a standalone master may take to register the application: Spark's own
+client retries three times twenty seconds at something that accepts connections but
+does not answer as a master (another service's port, a master's web UI port)."""
+
+
+def _get_or_create(builder: Any, master: str | None) -> SparkSession:
+    """``builder.getOrCreate()``; for a standalone master (``spark://``), at most
+    :data:`MASTER_WAIT_S` (``RINGCAST_MASTER_WAIT_S``) seconds, else ``LabError``
+    naming the master. The call left waiting runs on in a daemon thread: the command
+    then ends, and the driver's JVM with it."""
+    if not master or not master.startswith("spark://"):
+        return builder.getOrCreate()  # type: ignore[no-any-return]
+    limit = float(os.environ.get("RINGCAST_MASTER_WAIT_S", MASTER_WAIT_S))
+    box: dict[str, Any] = {}
+
+    def start() -> None:
+        try:
+            box["spark"] = builder.getOrCreate()
+        except BaseException as e:  # handed to the caller's thread
+            box["error"] = e
+
+    thread = threading.Thread(target=start, name="ringcast-spark-start", daemon=True)
+    thread.start()
+    thread.join(limit)
+    if thread.is_alive():
+        raise LabError(
+            f"the Spark master {master} did not register this application within "
+            f"{limit:g} s: is a Spark master listening there (spark://HOST:7077, not its "
+            "web UI's port)? RINGCAST_MASTER_WAIT_S sets the wait"
+        )
+    if "error" in box:
+        raise box["error"]
+    return box["spark"]  # type: ignore[no-any-return]
+
+
+def quiet_gateway(settings: dict[str, str], master: str | None, app_name: str) -> None:
+    """Start the driver's JVM (PySpark's Py4J gateway) with its standard output and
+    error in a file of their own instead of the terminal, unless one runs already (or
+    ``spark-submit`` started it). PySpark's own launcher with ``popen_kwargs``; the
+    JVM gets the same ``--conf`` settings as the session's builder gives it. The file,
+    ``ringcast-lab-jvm-<pid>.log`` in the temporary directory, is removed at exit."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return
+    conf = SparkConf(loadDefaults=False).setAll(list(settings.items())).setAppName(app_name)
+    if master:
+        conf = conf.setMaster(master)
+    log = Path(tempfile.gettempdir()) / f"ringcast-lab-jvm-{os.getpid()}.log"
+    with open(log, "ab") as out:
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": out, "stderr": out})
+    atexit.register(log.unlink, missing_ok=True)
+    SparkContext._ensure_initialized(gateway=gateway)
 
 
 def connect_session(

@@ -4,28 +4,37 @@
 cluster file (:mod:`ringcast.runtime.config`); see ``docs/runtime.md``.
 """
 
-from ringcast.runtime.config import ClusterConfig, ConfigError, NodeConfig, load_config
-from ringcast.runtime.group import (
-    Delivery,
-    Group,
-    GroupEvent,
-    LeaderChange,
+from ringcast.runtime.config import ClusterConfig, NodeConfig, load_config
+from ringcast.runtime.errors import (
+    AddressInUse,
+    ConfigError,
+    GroupClosed,
+    GroupError,
+    JoinTimeout,
+    KeyFileError,
     LockUnavailable,
-    ViewChange,
+    UnknownNode,
 )
+from ringcast.runtime.group import Delivery, Group, GroupEvent, LeaderChange, ViewChange
 from ringcast.runtime.host import HostListener, NodeHost
 
 __all__ = [
+    "AddressInUse",
     "ClusterConfig",
     "ConfigError",
     "Delivery",
     "Group",
+    "GroupClosed",
+    "GroupError",
     "GroupEvent",
     "HostListener",
+    "JoinTimeout",
+    "KeyFileError",
     "LeaderChange",
     "LockUnavailable",
     "NodeConfig",
     "NodeHost",
+    "UnknownNode",
     "ViewChange",
     "load_config",
 ]

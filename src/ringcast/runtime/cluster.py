@@ -2,8 +2,11 @@
 
 ``up`` writes a cluster file, a key and a ``pids.json`` into a directory, picks free
 loopback ports, and starts one ``ringcast node`` process a node (logs in
-``logs/<id>.log``). ``down`` sends SIGTERM to each (the node leaves the group
-cleanly), waits, and kills what is left.
+``logs/<id>.log``). With ``app_members`` it also writes that many nodes ``app1``,
+``app2``, ... that it does not start, marked ``join = true`` (not in the initial group):
+the places for applications, which join with ``Group.join(file, "app1")``. It returns
+once every node it started is ready (its status endpoint listens). ``down``
+sends SIGTERM to each (the node leaves the group cleanly), waits, and kills what is left.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from ringcast.runtime.security import write_key_file
 
 PIDS = "pids.json"
 CONFIG = "cluster.toml"
+READY_TIMEOUT_S = 30.0
+"""How long ``cluster up`` waits for its nodes' status endpoints."""
 
 
 def free_port(kind: int = socket.SOCK_DGRAM) -> int:
@@ -35,6 +40,11 @@ def free_port(kind: int = socket.SOCK_DGRAM) -> int:
 
 def node_ids(n: int) -> list[str]:
     return [f"n{k}" for k in range(1, n + 1)]
+
+
+def app_ids(n: int) -> list[str]:
+    """The ids of the application members ``cluster up`` writes and does not start."""
+    return [f"app{k}" for k in range(1, n + 1)]
 
 
 def write_cluster(
@@ -49,13 +59,15 @@ def write_cluster(
     networks: int = 1,
     trace_rotate: str | None = None,
     trace: bool = True,
+    app_members: int = 0,
 ) -> Path:
-    """Write ``cluster.toml`` and ``cluster.key`` for ``nodes`` loopback nodes; return the file."""
+    """Write ``cluster.toml`` and ``cluster.key`` for ``nodes`` loopback nodes and
+    ``app_members`` joining ones for applications (no status address); return the file."""
     directory.mkdir(parents=True, exist_ok=True)
     key = directory / "cluster.key"
     if not key.exists():
         write_key_file(key)
-    entries = [
+    entries: list[tuple[str, list[str], str | None]] = [
         (
             nid,
             [f"127.0.0.1:{free_port()}" for _ in range(networks)],
@@ -63,6 +75,8 @@ def write_cluster(
         )
         for nid in node_ids(nodes)
     ]
+    apps = app_ids(app_members)
+    entries += [(nid, [f"127.0.0.1:{free_port()}" for _ in range(networks)], None) for nid in apps]
     start = time.time_ns()
     text = render_config(
         name=name,
@@ -75,6 +89,7 @@ def write_cluster(
         origin_ns=start,
         trace_rotate=trace_rotate,
         trace=trace,
+        joining=apps,
     )
     path = directory / CONFIG
     path.write_text(text)
@@ -110,15 +125,81 @@ def spawn_node(
 
 
 def cluster_up(
-    directory: Path, *, nodes: int, protocol: str, extra: list[str] | None = None
+    directory: Path,
+    *,
+    nodes: int,
+    protocol: str,
+    extra: list[str] | None = None,
+    app_members: int = 0,
+    ready_timeout: float = READY_TIMEOUT_S,
 ) -> dict[str, int]:
-    """Write the cluster and start its processes; return ``{node_id: pid}``."""
+    """Write the cluster and start its processes (not the ``app_members``), and wait
+    until each is ready (:func:`await_ready`; ``ready_timeout`` 0: do not wait); return
+    ``{node_id: pid}``."""
     if (directory / PIDS).exists() and any(_alive(p) for p in read_pids(directory).values()):
         raise RuntimeError(f"{directory}: a cluster is running there (ringcast cluster down first)")
-    config = write_cluster(directory, nodes=nodes, protocol=protocol)
-    pids = {nid: spawn_node(config, nid, directory / "logs", extra).pid for nid in node_ids(nodes)}
+    config = write_cluster(directory, nodes=nodes, protocol=protocol, app_members=app_members)
+    procs = {nid: spawn_node(config, nid, directory / "logs", extra) for nid in node_ids(nodes)}
+    pids = {nid: p.pid for nid, p in procs.items()}
     (directory / PIDS).write_text(json.dumps(pids, indent=1))
+    if ready_timeout:
+        await_ready(config, procs, directory / "logs", ready_timeout)
     return pids
+
+
+def await_ready(
+    config: Path, procs: Mapping[str, subprocess.Popen[bytes]], log_dir: Path, timeout: float
+) -> None:
+    """Return once every node's status endpoint accepts connections (``ringcast node``
+    opens it when it is ready), so that ``ringcast status`` right after ``cluster up``
+    finds the nodes up. ``RuntimeError`` naming a node that exited (with the last line
+    of its log) or is not ready within ``timeout`` seconds; the others keep running."""
+    from ringcast.runtime.config import load_config
+
+    cfg = load_config(config)
+    waiting = {nid: cfg.node(nid).status for nid in procs}
+    deadline = time.monotonic() + timeout
+    while waiting:
+        for nid, addr in list(waiting.items()):
+            code = procs[nid].poll()
+            if code is not None:
+                raise RuntimeError(
+                    f"node {nid} exited with {code} at start: "
+                    f"{_last_line(log_dir / f'{nid}.log')} (`ringcast cluster down` stops the "
+                    "others)"
+                )
+            if addr is None or _listens(addr):
+                del waiting[nid]
+        if waiting and time.monotonic() > deadline:
+            raise RuntimeError(
+                f"node {', '.join(sorted(waiting))} not ready within {timeout:g} s "
+                f"(see {log_dir}); `ringcast cluster down` stops the cluster"
+            )
+        if waiting:
+            time.sleep(0.05)
+
+
+def _listens(addr: tuple[str, int]) -> bool:
+    try:
+        with socket.create_connection(addr, timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _last_line(log: Path) -> str:
+    """The message of a log file's last line (a JSON record's ``msg``, else the line)."""
+    try:
+        lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "(no log)"
+    if not lines:
+        return "(empty log)"
+    try:
+        rec = json.loads(lines[-1])
+        return str(rec.get("msg", lines[-1])) if isinstance(rec, dict) else lines[-1]
+    except ValueError:
+        return lines[-1]
 
 
 def read_pids(directory: Path) -> dict[str, int]:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import ipaddress
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,8 @@ from typing import Any
 from ringcast.core.ids import check_node_id
 from ringcast.core.units import parse_duration
 from ringcast.protocols import registry
+from ringcast.runtime.errors import ConfigError as ConfigError
+from ringcast.runtime.errors import UnknownNode
 
 TRANSPORTS = ("udpu", "multicast")
 SECURITY_MODES = ("hmac", "aes-gcm", "none")
@@ -47,10 +49,6 @@ TRACE_FORMATS = ("parquet", "jsonl")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 Address = tuple[str, int]
-
-
-class ConfigError(ValueError):
-    """The cluster file is missing, unreadable or invalid; the message names the key."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +103,11 @@ class ClusterConfig:
             if n.node_id == node_id:
                 return n
         known = ", ".join(self.peers)
-        raise ConfigError(f"{self.source}: no node {node_id!r} in [[node]] (known: {known})")
+        raise UnknownNode(
+            f"{self.source}: no node {node_id!r} in [[node]] (known: {known}); use one of "
+            f'those ids, or add a [[node]] with id = "{node_id}" and its addresses '
+            "(`ringcast cluster up --app-members N` writes N for applications)"
+        )
 
 
 def parse_address(raw: Any, where: str) -> Address:
@@ -339,8 +341,10 @@ def render_config(
     trace_rotate: str | None = None,
     trace: bool = True,
     trace_packets: bool = False,
+    joining: Collection[str] = (),
 ) -> str:
-    """A cluster file's text (used by ``ringcast cluster up`` and the tests)."""
+    """A cluster file's text (used by ``ringcast cluster up`` and the tests); the nodes in
+    ``joining`` get ``join = true``."""
 
     def q(s: str) -> str:
         return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -380,4 +384,6 @@ def render_config(
         lines.append("addresses = [" + ", ".join(q(a) for a in addrs) + "]")
         if status:
             lines.append(f"status = {q(status)}")
+        if node_id in joining:
+            lines.append("join = true")
     return "\n".join(lines) + "\n"

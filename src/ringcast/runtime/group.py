@@ -2,11 +2,13 @@
 
 ::
 
-    async with Group.join("cluster.toml", "A") as g:
+    async with Group.join("cluster.toml", "A") as g:   # returns with a view installed
+        events = g.events()                            # events are queued from here on
         await g.multicast(b"hello", order="agreed")
-        async for ev in g.events():
+        async for ev in events:
             if isinstance(ev, Delivery): ...
             elif isinstance(ev, ViewChange): ...
+            elif isinstance(ev, LeaderChange): ...
         async with g.lock():
             ...
 
@@ -14,8 +16,10 @@
 so a sender can never queue without bound. ``events()`` yields deliveries, view
 changes (transitional and regular) and leader changes in the order the protocol
 produced them; events
-are queued only while someone iterates (or after :meth:`Group.subscribe`), up to
-``max_events``; beyond that the oldest are dropped and counted in ``events_lost``.
+are queued from the first call of ``events()`` or ``batches()`` (or
+:meth:`Group.subscribe`), up to ``max_events``; beyond that the oldest are dropped and
+counted in ``events_lost``. What goes wrong raises a :class:`~ringcast.runtime.errors.GroupError`
+(see :mod:`ringcast.runtime.errors`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from ringcast.core.effects import Deliver
 from ringcast.core.events import ORDERS
 from ringcast.core.ids import View
 from ringcast.runtime.config import ClusterConfig, load_config
+from ringcast.runtime.errors import GroupClosed, JoinTimeout, LockUnavailable
 from ringcast.runtime.host import NodeHost
 
 Delivery = Deliver
@@ -60,10 +65,6 @@ class LeaderChange:
 GroupEvent = Delivery | ViewChange | LeaderChange
 
 
-class LockUnavailable(RuntimeError):
-    """The cluster's protocol offers no mutual exclusion."""
-
-
 class Group:
     """A joined group member. Create with ``async with Group.join(config, node_id)``."""
 
@@ -85,13 +86,43 @@ class Group:
     # ------------------------------------------------------------ joining
 
     @classmethod
-    def join(cls, config: ClusterConfig | str | Path, node_id: str, **kwargs: int) -> _Joining:
-        """``async with Group.join(config, node_id) as g``: start the node, leave on exit."""
+    def join(
+        cls,
+        config: ClusterConfig | str | Path,
+        node_id: str,
+        *,
+        wait_view: bool = True,
+        view_timeout: float = 30.0,
+        max_events: int = 100_000,
+    ) -> _Joining:
+        """``async with Group.join(config, node_id) as g``: start the node and, unless
+        ``wait_view`` is false, wait until it installed its first regular view
+        (:class:`~ringcast.runtime.errors.JoinTimeout` after ``view_timeout`` seconds);
+        leave on exit.
+
+        Raises :class:`~ringcast.runtime.errors.ConfigError` for a bad cluster file,
+        :class:`~ringcast.runtime.errors.UnknownNode` for a node it lacks,
+        :class:`~ringcast.runtime.errors.KeyFileError` for a missing or bad key and
+        :class:`~ringcast.runtime.errors.AddressInUse` when the node's address is taken:
+        all :class:`~ringcast.runtime.errors.GroupError`.
+        """
         cfg = config if isinstance(config, ClusterConfig) else load_config(config)
-        return _Joining(cls(cfg, node_id, **kwargs))
+        group = cls(cfg, node_id, max_events=max_events)
+        return _Joining(group, view_timeout if wait_view else None)
 
     async def start(self) -> None:
         await self.host.start()
+
+    async def _first_view(self, timeout: float) -> None:
+        try:
+            await self.wait_view(timeout=timeout)
+        except TimeoutError:
+            addrs = ", ".join(f"{h}:{p}" for h, p in self.host.node.addresses)
+            raise JoinTimeout(
+                f"node {self.node_id} ({addrs}): no view installed within {timeout:g} s; "
+                "check that the cluster's other nodes run with the same cluster file and "
+                "key and that their addresses are reachable from here"
+            ) from None
 
     async def leave(self) -> None:
         """Leave the group gracefully and close the node (idempotent)."""
@@ -103,7 +134,7 @@ class Group:
         self._unblocked.set()
         for f in self._lock_waiters:
             if not f.done():
-                f.set_exception(RuntimeError("left the group"))
+                f.set_exception(GroupClosed(f"node {self.node_id} left the group"))
 
     # ------------------------------------------------------------ properties
 
@@ -138,7 +169,7 @@ class Group:
             self._unblocked.clear()
             await self._unblocked.wait()
         if self._closed:
-            raise RuntimeError("left the group")
+            raise GroupClosed(f"node {self.node_id} left the group")
         msg_id = self.host.submit(bytes(payload), order)
         await asyncio.sleep(0)  # let the network and timers run between submits
         return msg_id
@@ -161,7 +192,7 @@ class Group:
                 self._unblocked.clear()
                 await self._unblocked.wait()
             if self._closed:
-                raise RuntimeError("left the group")
+                raise GroupClosed(f"node {self.node_id} left the group")
             ids.append(host.submit(bytes(payload), order))
         await asyncio.sleep(0)
         return ids
@@ -191,9 +222,13 @@ class Group:
         """Start queuing events now (``events()`` does it on first use)."""
         self._subscribed = True
 
-    async def events(self) -> AsyncIterator[GroupEvent]:
-        """Deliveries and view changes, in the order the protocol produced them."""
+    def events(self) -> AsyncIterator[GroupEvent]:
+        """Deliveries, view changes and leader changes, in the order the protocol
+        produced them; queued from this call on (not only from the first iteration)."""
         self._subscribed = True
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[GroupEvent]:
         while True:
             while self._queue:
                 yield self._queue.popleft()
@@ -202,9 +237,12 @@ class Group:
             self._wakeup.clear()
             await self._wakeup.wait()
 
-    async def batches(self) -> AsyncIterator[list[GroupEvent]]:
+    def batches(self) -> AsyncIterator[list[GroupEvent]]:
         """Like :meth:`events`, a list at a time: everything queued when the consumer woke."""
         self._subscribed = True
+        return self._batches()
+
+    async def _batches(self) -> AsyncIterator[list[GroupEvent]]:
         while True:
             if self._queue:
                 batch = list(self._queue)
@@ -237,7 +275,13 @@ class Group:
         that was paused past its lease and no longer holds the lock).
         """
         if not self.host.spec.offers_lock:
-            raise LockUnavailable(f"protocol {self.config.protocol!r} offers no lock")
+            from ringcast.protocols import registry
+
+            have = [n for n in registry.names() if registry.get(n).offers_lock]
+            raise LockUnavailable(
+                f"node {self.node_id}: protocol {self.config.protocol!r} offers no lock "
+                f"(protocols that do: {', '.join(have) or 'none'})"
+            )
         async with self._lock_mutex:
             fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._lock_waiters.append(fut)
@@ -300,11 +344,18 @@ async def wait_for_change(
 class _Joining:
     """The async context manager returned by :meth:`Group.join`."""
 
-    def __init__(self, group: Group):
+    def __init__(self, group: Group, view_timeout: float | None):
         self.group = group
+        self.view_timeout = view_timeout
 
     async def __aenter__(self) -> Group:
         await self.group.start()
+        if self.view_timeout is not None:
+            try:
+                await self.group._first_view(self.view_timeout)
+            except BaseException:
+                await self.group.leave()
+                raise
         return self.group
 
     async def __aexit__(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import time
 from typing import Any, Protocol
@@ -24,9 +25,17 @@ from ringcast.core.interpreter import Interpreter
 from ringcast.core.machine import Machine, MachineContext
 from ringcast.protocols import registry
 from ringcast.runtime.config import ClusterConfig
+from ringcast.runtime.errors import AddressInUse, KeyFileError
 from ringcast.runtime.log import RateLimit, node_logger
 from ringcast.runtime.metrics import Metrics
-from ringcast.runtime.security import Dropped, Opener, Sealer, check_nonce_tails, read_key_file
+from ringcast.runtime.security import (
+    Dropped,
+    Opener,
+    Sealer,
+    check_nonce_tails,
+    key_id,
+    read_key_file,
+)
 from ringcast.runtime.storage import Reservation, StateStore
 from ringcast.runtime.tracelog import TraceLog, detail_json
 from ringcast.runtime.transport import UdpTransport
@@ -63,6 +72,8 @@ class NodeHost:
         self.metrics = Metrics()
         self.log = node_logger(node_id)
         self.running = False
+        self.key_id: str | None = None
+        """The cluster key's public fingerprint (:func:`~ringcast.runtime.security.key_id`)."""
         self._trace_on = trace and config.trace_dir is not None
         self._cluster_id = cluster_id_of(config.name)
         self._addr = {n.node_id: n.addresses for n in config.nodes}
@@ -130,40 +141,62 @@ class NodeHost:
     async def start(self) -> None:
         """Open storage, trace and sockets, build the machine and feed it ``Start``."""
         cfg = self.config
-        key = read_key_file(cfg.key_file)
+        try:
+            key = read_key_file(cfg.key_file)
+        except KeyFileError as e:
+            raise KeyFileError(f"node {self.node_id}: {e}") from None
+        self.key_id = key_id(key)
         if cfg.security == "aes-gcm":
             check_nonce_tails(cfg.peers)
-        self.store = StateStore(cfg.state_dir / self.node_id)
-        storage = {k: v for k, v in self.store.load().items() if not k.startswith(_HOST_KEYS)}
-        restart = bool(storage)
-        self._msg_counter = Reservation(self.store, "msg_counter", block=1 << 16, floor=1)
-        self._seq = Reservation(self.store, "seq", block=1 << 20, floor=time.time_ns())
-        boot = self.store.get("host.boots")
-        self.boot = int(boot) + 1 if boot else 1
-        self.store.put("host.boots", str(self.boot).encode())
-        self._sealer = Sealer(key, cfg.security, self._cluster_id, self.node_id)
-        self._opener = Opener(key, cfg.security, self._cluster_id, cfg.peers, self.node_id)
-        if self._trace_on:
-            assert cfg.trace_dir is not None
-            self._trace = TraceLog(
-                cfg.trace_dir,
-                run=cfg.run_id,
-                node=self.node_id,
-                fmt=cfg.trace_format,
-                origin_ns=cfg.origin_ns,
-                store=self.store,
-                boot=self.boot,
-                rotate_ns=cfg.trace_rotate_ns,
-                protocol=cfg.protocol,
-            )
-            self.interp.trace = self._trace.sink
+        # The sockets first: a node whose address another process holds fails before it
+        # touches its storage or trace. Datagrams that come before the machine is built
+        # are counted and dropped (``running`` is still false).
         self._loop = asyncio.get_running_loop()
         self._transport = UdpTransport(
             self.node.addresses,
             groups=cfg.multicast if self._mcast else (),
             udp_offload=cfg.udp_offload,
         )
-        await self._transport.open(self._on_datagram)
+        try:
+            await self._transport.open(self._on_datagram)
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE:
+                raise
+            addrs = ", ".join(f"{h}:{p}" for h, p in self.node.addresses)
+            raise AddressInUse(
+                f"node {self.node_id}: address {addrs} is already in use: is node "
+                f"{self.node_id} already running (`ringcast cluster up` starts every node "
+                "of its file but those it writes with --app-members)? Join as a node "
+                "that is not running, or stop the process that holds the port"
+            ) from None
+        try:
+            self.store = StateStore(cfg.state_dir / self.node_id)
+            storage = {k: v for k, v in self.store.load().items() if not k.startswith(_HOST_KEYS)}
+            restart = bool(storage)
+            self._msg_counter = Reservation(self.store, "msg_counter", block=1 << 16, floor=1)
+            self._seq = Reservation(self.store, "seq", block=1 << 20, floor=time.time_ns())
+            boot = self.store.get("host.boots")
+            self.boot = int(boot) + 1 if boot else 1
+            self.store.put("host.boots", str(self.boot).encode())
+            self._sealer = Sealer(key, cfg.security, self._cluster_id, self.node_id)
+            self._opener = Opener(key, cfg.security, self._cluster_id, cfg.peers, self.node_id)
+            if self._trace_on:
+                assert cfg.trace_dir is not None
+                self._trace = TraceLog(
+                    cfg.trace_dir,
+                    run=cfg.run_id,
+                    node=self.node_id,
+                    fmt=cfg.trace_format,
+                    origin_ns=cfg.origin_ns,
+                    store=self.store,
+                    boot=self.boot,
+                    rotate_ns=cfg.trace_rotate_ns,
+                    protocol=cfg.protocol,
+                )
+                self.interp.trace = self._trace.sink
+        except BaseException:
+            self._transport.close()
+            raise
         ctx = MachineContext(
             node_id=self.node_id,
             members=cfg.members,
@@ -263,6 +296,7 @@ class NodeHost:
             "cluster": self.config.name,
             "protocol": self.config.protocol,
             "boot": getattr(self, "boot", 0),
+            "key_id": self.key_id,
             "running": self.running,
             "view": None
             if v is None

@@ -122,7 +122,9 @@ async def run_node(
         loop.add_signal_handler(sig, stop.set)
     lat = LatencyLog()
     tune_gc()
-    async with Group.join(config, node_id) as g:
+    # Not waiting for the first view: the status endpoint answers (and "node ready" is
+    # logged) as soon as the sockets are open, view or not.
+    async with Group.join(config, node_id, wait_view=False) as g:
         g.subscribe()
         status = g.host.node.status
         status_srv = None
@@ -204,7 +206,7 @@ def tune_gc() -> None:
     few hundred microseconds and a full one every few hundred milliseconds over every
     object of the process, imported modules included. The objects that exist now are
     moved to the permanent generation (``gc.freeze``) and the thresholds are raised.
-    Measured in ``docs/benchmarks-runtime.md``.
+    Measured in ``docs/benchmarks.md`` ("What changed in the runtime").
     """
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)

@@ -51,6 +51,8 @@ from pathlib import Path
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from ringcast.runtime.errors import KeyFileError as KeyFileError
+
 MAGIC = b"RS"
 VERSION = 2
 MODE_HMAC = 1
@@ -93,10 +95,6 @@ frame that does not decode (``malformed``) or names another sender
 back, or a packet bounced back)."""
 
 
-class KeyFileError(ValueError):
-    """The key file is missing, malformed or readable by others."""
-
-
 class Dropped(Exception):
     """A packet refused before the protocol sees it; ``reason`` is one of DROP_REASONS."""
 
@@ -134,7 +132,10 @@ def read_key_file(path: str | Path) -> bytes:
         st = p.stat()
         text = p.read_text().strip()
     except FileNotFoundError:
-        raise KeyFileError(f"{p}: no such key file (create one with `ringcast keygen`)") from None
+        raise KeyFileError(
+            f"{p}: no such key file (create one with `ringcast keygen {p}`, and copy it "
+            "to every node of the cluster)"
+        ) from None
     except OSError as e:
         raise KeyFileError(f"{p}: cannot read key file: {e.strerror}") from None
     if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
@@ -152,6 +153,13 @@ def read_key_file(path: str | Path) -> bytes:
 
 def _subkey(master: bytes, label: bytes) -> bytes:
     return hmac.digest(master, b"ringcast/v1/" + label, "sha256")
+
+
+def key_id(master: bytes) -> str:
+    """A public fingerprint of a cluster key (an HMAC of a fixed label under it, so it
+    says nothing of the key): what ``ringcast status`` compares to tell a node that runs
+    with another key."""
+    return _subkey(master, b"key-id")[:8].hex()
 
 
 def _keyed_hmac(master: bytes) -> hmac.HMAC:

@@ -3,11 +3,13 @@ life event. Shared by the liveness properties (convergence, delivery_progress).
 
 * alive: the node's ``stats`` row says ``state`` = ``up``; in traces without stats
   rows (the real runtime), a node whose last crash/restart/join/leave/pause/resume
-  fault is not a crash, leave or pause;
+  fault is not a crash, leave or pause, and that is not judged crashed where its trace
+  ends (:func:`~ringcast.lab.checks.context.judged_crashes`: a real cluster's node
+  killed before the cluster was stopped);
 * ``fin``: its last regular ``view`` since its last reset (crash, restart, join,
   leave) as (view, members sorted, t), null when it has none;
-* ``life_t`` / ``reset_i``: the time of its last life fault (any of the six) and the
-  event index of its last reset (-1: none).
+* ``life_t`` / ``reset_i``: the time of its last life fault (any of the six, or the
+  judged crash) and the event index of its last reset (-1: none).
 """
 
 from __future__ import annotations
@@ -50,12 +52,17 @@ def node_ends(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
     alive = F.when(
         F.col("has_stats") == 1, F.coalesce(F.col("stat") == "up", F.lit(False))
     ).otherwise(~F.coalesce(F.col("last_life").isin(*DOWN_ACTIONS), F.lit(False)))
-    return per_node.join(has_stats, "run").select(
-        "run",
-        "protocol",
-        "node",
-        alive.alias("alive"),
-        F.when(~F.col("fin.reset"), F.col("fin")).alias("fin"),
-        "life_t",
-        "reset_i",
+    judged = F.broadcast(ctx.judged_frame())
+    return (
+        per_node.join(has_stats, "run")
+        .join(judged, ["run", "node"], "left")
+        .select(
+            "run",
+            "protocol",
+            "node",
+            (alive & F.col("judged_t").isNull()).alias("alive"),
+            F.when(~F.col("fin.reset"), F.col("fin")).alias("fin"),
+            F.greatest("life_t", "judged_t").alias("life_t"),
+            "reset_i",
+        )
     )

@@ -95,6 +95,48 @@ class NodeInfo:
     deliveries: int
     imin: int
     imax: int
+    tmax: int = 0
+    clean_end: bool = False
+    """Its last row is a ``stats`` row: the host stopped it (the runtime writes one as
+    its last row at every stop; a process killed with ``kill -9`` writes none)."""
+    states: bool = False
+    """Its ``stats`` rows say the node's ``state`` (the simulator's do; the runtime's,
+    written only when a node stops, do not)."""
+
+
+@dataclass(frozen=True)
+class JudgedCrash:
+    """A node of a real cluster's trace judged crashed where its trace ends."""
+
+    run: str
+    node: str
+    t: int
+
+    def note(self) -> str:
+        return (
+            f"{self.node}'s trace ends at t={self.t / 1e6:.3f}ms without a clean stop "
+            "(no stats row: the process was killed): judged crashed there"
+        )
+
+
+def judged_crashes(nodes: list[NodeInfo]) -> list[JudgedCrash]:
+    """The nodes of real clusters' traces judged crashed at their last row.
+
+    A run of the runtime (whose ``stats`` rows carry no ``state``) in which some node
+    ended with a clean stop was stopped before it was checked (``cluster down``): each
+    of its nodes whose trace ends otherwise was killed (``kill -9``, a power cut), and
+    is judged crashed at its last row. A run in which no node ended so is a cluster
+    still running: its nodes are taken as they say (a live node writes no last row).
+    Simulated runs say each node's state in their ``stats`` rows and are not judged."""
+    by_run: dict[str, list[NodeInfo]] = {}
+    for n in nodes:
+        by_run.setdefault(n.run, []).append(n)
+    out = []
+    for run, ns in sorted(by_run.items()):
+        if any(n.states for n in ns) or not any(n.clean_end for n in ns):
+            continue
+        out += [JudgedCrash(run, n.node, n.tmax) for n in ns if not n.clean_end]
+    return sorted(out, key=lambda j: (j.run, j.node))
 
 
 @dataclass
@@ -302,6 +344,9 @@ class CheckContext:
             .bitwiseOR(F.when(token_state, bit["token_state"]).otherwise(0))
         )
         regular = (kind == "view") & ~F.coalesce(F.col("transitional"), F.lit(False))
+        stats = kind == "stats"
+        # a stats row that says the node's state (few rows: parsed only for them)
+        states = stats & F.get_json_object("detail", "$.state").isNotNull()
         # the per-row values in a projection of their own: there each comparison of
         # ``kind`` is made once a row, where inside the aggregate functions Spark's
         # generated code repeats the bit set's for each branch of its update
@@ -315,6 +360,8 @@ class CheckContext:
                 bits.alias("bits"),
                 regular.cast("int").alias("regular"),
                 deliver.cast("long").alias("deliver"),
+                F.when(stats, F.col("i")).alias("stats_i"),
+                states.cast("int").alias("states"),
             )
             .groupBy("run", "protocol", "node")
             .agg(
@@ -324,11 +371,23 @@ class CheckContext:
                 F.sum("deliver").alias("deliveries"),
                 F.min("i").alias("imin"),
                 F.max("i").alias("imax"),
+                F.max("stats_i").alias("stats_i"),
+                F.max("states").alias("states"),
             )
             .collect()
         )
         nodes = [
-            NodeInfo(r.run, r.protocol, r.node, int(r.deliveries), int(r.imin), int(r.imax))
+            NodeInfo(
+                r.run,
+                r.protocol,
+                r.node,
+                int(r.deliveries),
+                int(r.imin),
+                int(r.imax),
+                int(r.tmax),
+                r.stats_i is not None and r.stats_i == r.imax,
+                bool(r.states),
+            )
             for r in per_node
         ]
         runs: dict[str, dict[str, Any]] = {}
@@ -354,6 +413,17 @@ class CheckContext:
             info["tags"] |= {f"deliver:{o}" for o in others.get(run, ())}
             out.append(info)
         return out, nodes
+
+    @property
+    def judged(self) -> list[JudgedCrash]:
+        """The nodes judged crashed where their trace ends (:func:`judged_crashes`)."""
+        return judged_crashes(self.run_nodes)
+
+    def judged_frame(self) -> DataFrame:
+        """(run, node, judged_t): :attr:`judged` as a small DataFrame."""
+        spark = self.trace.sparkSession
+        data = [(j.run, j.node, j.t) for j in self.judged]
+        return small_frame(spark, data, "run string, node string, judged_t long")
 
     def run_ends(self) -> DataFrame:
         """(run, tmax): the last time of each run, as a small DataFrame."""

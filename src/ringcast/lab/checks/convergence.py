@@ -3,7 +3,8 @@ per connected component, one same configuration whose members are exactly that
 component's live nodes, within a bound of the last fault.
 
 * alive: as :func:`~ringcast.lab.checks._ends.node_ends` says (its ``stats`` row, or
-  its last crash/restart/join/leave/pause/resume fault);
+  its last crash/restart/join/leave/pause/resume fault, or a real cluster's node
+  judged crashed where its trace ends, which counts as a fault there);
 * components: the groups of the run's last ``partition`` fault (nodes in no group
   form one more component) unless a ``heal`` came after it; else one component;
 * a node's final configuration is its last regular ``view`` since its last reset
@@ -44,7 +45,10 @@ def components(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
 
     rows = ctx.rows.filter(in_protocols(protocols))
     faults = rows.filter(F.col("kind") == "fault")
-    last_fault = faults.groupBy("run").agg(F.max("t").alias("tf"))
+    judged = ctx.judged_frame().select("run", F.col("judged_t").alias("t"))
+    last_fault = (
+        faults.select("run", "t").unionByName(judged).groupBy("run").agg(F.max("t").alias("tf"))
+    )
     cut = (
         faults.filter(F.col("action").isin("partition", "heal"))
         .groupBy("run")

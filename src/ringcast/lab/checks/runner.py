@@ -12,7 +12,13 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ringcast.lab.checks.certify import CERTIFIED, Certificate, certificate, plan_layout
-from ringcast.lab.checks.context import TOKEN, VIOLATION_COLUMNS, CheckContext, small_frame
+from ringcast.lab.checks.context import (
+    TOKEN,
+    VIOLATION_COLUMNS,
+    CheckContext,
+    JudgedCrash,
+    small_frame,
+)
 from ringcast.lab.properties import PROPERTIES, claims, declares_kind
 from ringcast.lab.session import job_context
 
@@ -80,6 +86,7 @@ def run_checks(
     partitions: int | None = None,
     certify: bool = True,
     expected: DataFrame | None = None,
+    judged: list[JudgedCrash] | None = None,
 ) -> list[PropertyResult]:
     """Check ``properties`` (default: all) over ``trace`` (trace columns + protocol).
 
@@ -113,6 +120,9 @@ def run_checks(
        when it proved every run and no other of them applies), in the certificate's
        thread as soon as it is done: beside the first round if that is still under
        way, since neither reads what the other computes (``docs/benchmarks.md``).
+
+    ``judged``, when given, receives the nodes of real clusters' traces judged crashed
+    where their traces end (:func:`~ringcast.lab.checks.context.judged_crashes`).
     """
     from ringcast.lab.checks import CHECKS
 
@@ -132,6 +142,8 @@ def run_checks(
     with _adaptive_off(trace.sparkSession.conf), closing(ctx):
         with _phase(sc, "ringcast check: runs and their inputs"):
             info = ctx.run_info
+        if judged is not None:
+            judged.extend(ctx.judged)
         # token rows are only needed for the protocols single_token is applied to, and
         # only read where the protocol declares the kind (a protocol's own kind)
         ctx.token_protocols = frozenset(
