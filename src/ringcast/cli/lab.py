@@ -196,7 +196,7 @@ def _check(args: argparse.Namespace, paths: list[Path]) -> dict[str, Any]:
         protocol=args.protocol,
         overrides=_claims(args),
         examples=args.examples,
-        convergence_bound=int(args.convergence_bound * 1e9),
+        convergence_bound=args.convergence_bound,
         progress_bound=int(args.progress_bound * 1e9),
         certify=getattr(args, "certify", True),
     )
@@ -291,7 +291,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         out,
         overrides=_claims(args),
         examples=args.examples,
-        convergence_bound=int(args.convergence_bound * 1e9),
+        convergence_bound=args.convergence_bound,
         progress_bound=int(args.progress_bound * 1e9),
         progress=bar,
     )
@@ -351,7 +351,8 @@ def _checking(p: argparse.ArgumentParser) -> None:
         "--convergence-bound",
         type=float,
         default=10.0,
-        help="seconds after the last fault within which views must converge",
+        help="failure-detection timeouts of the protocol that no unsettled period after "
+        "the last fault may exceed (convergence)",
     )
     p.add_argument(
         "--progress-bound",
