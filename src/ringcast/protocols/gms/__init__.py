@@ -90,7 +90,14 @@ SPEC = register(
         },
         doc=__doc__ or "",
         claims=frozenset(
-            {"view_agreement", "leader_agreement", "convergence", "integrity", "fifo"}
+            {
+                "view_agreement",
+                "leader_agreement",
+                "convergence",
+                "integrity",
+                "fifo",
+                "delivery_progress",
+            }
         ),
         total_orders=None,
         order_scope="view",
