@@ -14,7 +14,7 @@ from lab_traces import MS, _row, renumber, to_table
 
 from ringcast.lab.checks import run_checks
 from ringcast.lab.checks.runner import HOLDS, VIOLATED
-from ringcast.lab.liveness import convergence, settling
+from ringcast.lab.liveness import convergence, delivery_progress, settling
 from ringcast.lab.load import load_traces
 from ringcast.lab.properties import converge_on
 from ringcast.protocols import registry
@@ -105,11 +105,15 @@ BOUND = 3.0
 
 
 @pytest.fixture(scope="module")
-def hostile(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, bool]]:
+def hostile(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, dict[str, bool], set[str]]:
     """Hostile runs of every family (a short quiet end), written as ``ringcast sim``
-    does, and each run's verdict by the plain definition."""
+    does; each run's convergence verdict by the plain definition, and the runs the
+    plain delivery_progress fails."""
     out = tmp_path_factory.mktemp("hostile-convergence")
     verdicts: dict[str, bool] = {}
+    stalled: set[str] = set()
     harsh = dataclasses.replace(HOSTILE, quiet=6.0)
     for protocol in registry.builtin_names():
         spec = registry.get(protocol)
@@ -123,21 +127,26 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, b
             on_members = converge_on(protocol) == "members"
             bad = convergence(rows, run.live, timeout, bound=BOUND, on_members=on_members)
             verdicts[res.run_id] = bool(bad)
-    return out, verdicts
+            if delivery_progress(rows, end=run.scenario.duration):
+                stalled.add(res.run_id)
+    return out, verdicts, stalled
 
 
 def test_the_lab_and_the_plain_definition_agree_on_hostile_runs(
-    spark: Any, hostile: tuple[Path, dict[str, bool]]
+    spark: Any, hostile: tuple[Path, dict[str, bool], set[str]]
 ) -> None:
-    out, verdicts = hostile
+    out, verdicts, stalled = hostile
     frame = load_traces(spark, [out])
-    (result,) = run_checks(
+    results = run_checks(
         frame,
-        properties=["convergence"],
-        overrides={"*": ["convergence"]},
+        properties=["convergence", "delivery_progress"],
+        overrides={"*": ["convergence", "delivery_progress"]},
         convergence_bound=BOUND,
         examples=10_000,
     )
-    lab = {c["run"] for c in result.counterexamples}
+    by = {r.property: r for r in results}
+    conv, progress = by["convergence"], by["delivery_progress"]
+    assert {c["run"] for c in progress.counterexamples} == stalled
+    lab = {c["run"] for c in conv.counterexamples}
     assert lab == {run for run, bad in verdicts.items() if bad}
     assert 0 < len(lab) < len(verdicts)  # both verdicts are exercised
