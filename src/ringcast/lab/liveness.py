@@ -15,7 +15,8 @@ since its last reset: crash, restart, join, leave) and they all have one same
 configuration (the same id and members, or the same members where the protocol's
 ``converge_on`` says so) whose members are exactly the component's live nodes.
 
-From the run's last fault ``tf`` to its end, every *unsettled period* of a component
+From the run's last fault ``tf`` (its start if it has none: forming the group counts)
+to its end, every *unsettled period* of a component
 must be shorter than the bound, ``bound`` failure-detection timeouts of the family
 (its registration's ``timeout``, at the run's settings): the first one starts at
 ``tf`` (the time to settle), the later ones at a relapse (a false suspicion under the
