@@ -101,9 +101,13 @@ def main() -> int:
             t0 = time.monotonic()
             missed: dict[str, list[int]] = {p: [] for p in PROPS}
             n = len(seeds)
-            for r in pool.map(one, [protocol] * n, seeds, [a.bound] * n, chunksize=4):
+            runs = pool.map(one, [protocol] * n, seeds, [a.bound] * n, chunksize=4)
+            for k, r in enumerate(runs, start=1):
                 for p in r["missed"]:
                     missed[p].append(r["seed"])
+                if k % 25 == 0:
+                    so_far = {p: len(v) for p, v in missed.items()}
+                    print(f"... {protocol} {k}/{n}: {so_far}", file=sys.stderr, flush=True)
                 if r["missed"] and out is not None:
                     out.write(json.dumps(r) + "\n")
                     out.flush()
