@@ -268,6 +268,8 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
         reason,
         F.lit(": live "),
         F.array_join("live", "+"),
+        F.lit(", final members "),
+        F.coalesce(F.array_join("members", "+"), F.lit("none")),
         F.lit(", "),
         F.array_join("by_node", " "),
     )
