@@ -10,9 +10,10 @@ flapping partitions); the checks are view agreement, total order, mutual exclusi
 with fencing (overlapping holders must hold different fences) and the machine's own
 invariant rows. Also counted: grants whose fence is below an earlier one (the
 documented limit, which a fencing resource refuses) and liveness, by class of network
-(loss and asymmetric links), against the bound of docs/protocols/raincore.md: every
+(loss and asymmetric links), against the lab's convergence (``ringcast.lab.liveness``,
+one definition for every family, the bound of docs/protocols/raincore.md): every
 unsettled period ends within 10 token timeouts. A run is settled while its live nodes
-are all in Agreement on one view of exactly themselves; measured in the quiet end (12
+are all in one configuration of exactly themselves; measured in the quiet end (12
 token timeouts after the last fault): the time to settle after the last fault and the
 longest unsettled period from then on (the loss goes on, and a false failure-on-delivery
 unsettles the group again; a period still open at the end counts with its length so
@@ -35,12 +36,12 @@ from tests.protocols.raincore.hostile import (
     SETTLE_BOUND,
     TOKEN_TIMEOUT,
     hostile_run,
-    liveness,
     mild,
     safety,
 )
 from tests.protocols.soakrun import parse_seeds
 
+from ringcast.lab.liveness import components, settling
 from ringcast.sim import Simulation
 from ringcast.sim.hostile import HostileRun
 
@@ -75,7 +76,12 @@ def one(seed: int) -> Result:
     rows = Simulation(run.scenario, seed=seed).run().events()
     found = safety(rows, run.scenario.duration)
     regress = len(checks.fence_regressions(rows))
-    at, worst = liveness(rows, run)
+    tf = max((r["t"] for r in rows if r["kind"] == "fault"), default=0)
+    end = run.scenario.duration
+    periods = [settling(rows, c, tf, end, on_members=True) for c in components(rows, run.live)]
+    worst = max((p.worst for p in periods), default=0)
+    firsts = [p.first for p in periods]
+    at = None if None in firsts else max((f for f in firsts if f is not None), default=0)
     settle = None if at is None else at / TOKEN_TIMEOUT
     return seed, found, regress, settle, worst / TOKEN_TIMEOUT, network_class(run)
 

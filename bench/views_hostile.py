@@ -9,9 +9,10 @@ Tribes' member_drop_time 250 ms, GMS' heartbeat_interval x heartbeat_misses 200 
 ``--seeds 0-1000``
     one run per seed; counts the runs that violate each safety property the lab checks
     for these protocols (view_agreement, leader_agreement, integrity, fifo) and the
-    machine's invariant rows; the runs not converged *at the end* (the lab's
-    convergence: every live node's last view is one same view of exactly the live
-    nodes); and the *settling time*: from the last fault to the first moment all live
+    machine's invariant rows; the runs that miss convergence as the lab defines it for
+    every family (``ringcast.lab.liveness``: an unsettled period after the last fault
+    longer than ``--bound`` timeouts); the runs not settled *at the end*; and the
+    *settling time*: from the last fault to the first moment all live
     nodes were in one view of exactly themselves, in failure-detection timeouts.
     ``--quiet Q`` lengthens the fault-free end of the run to Q timeouts (the
     generator's is 12); ``--nodes 16,32`` draws group sizes from 16 to 32 instead of
@@ -46,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.protocols.gms import checks
 from tests.protocols.soakrun import parse_seeds
 
+from ringcast.lab.liveness import convergence
 from ringcast.protocols import registry
 from ringcast.sim import Simulation
 from ringcast.sim.hostile import HOSTILE, hostile_scenario
@@ -131,6 +133,7 @@ class Outcome:
     at_end: bool
     relapses: tuple[float, ...]  # failure-detection timeouts each
     quiet: float  # the length of the quiet end, failure-detection timeouts
+    missed: bool = False  # convergence as the lab defines it (an unsettled period > bound)
 
 
 def one(
@@ -139,6 +142,7 @@ def one(
     quiet: float,
     nodes: int | tuple[int, ...] | None = None,
     loss: float | None = None,
+    bound: float = 10.0,
 ) -> Outcome:
     spec = registry.get(protocol)
     timeout = spec.timeout_ns({})
@@ -168,6 +172,16 @@ def one(
         st.at_end,
         tuple(x / timeout for x in st.relapses),
         (run.scenario.duration - run.quiet_from) / timeout,
+        bool(
+            convergence(
+                rows,
+                run.live,
+                timeout,
+                bound=bound,
+                end=run.scenario.duration,
+                on_members=spec.converge_on == "members",
+            )
+        ),
     )
 
 
@@ -202,7 +216,16 @@ def soak(
     outs: list[Outcome] = []
     with ProcessPoolExecutor(jobs) as pool:
         runs = len(seeds)
-        futs = pool.map(one, [protocol] * runs, seeds, [quiet] * runs, [sizes] * runs, chunksize=4)
+        futs = pool.map(
+            one,
+            [protocol] * runs,
+            seeds,
+            [quiet] * runs,
+            [sizes] * runs,
+            [None] * runs,
+            [bound] * runs,
+            chunksize=4,
+        )
         for k, o in enumerate(futs):
             outs.append(o)
             for prop, lst in o.violations.items():
@@ -228,7 +251,12 @@ def soak(
     print(f"runs with a safety violation: {len(bad)}")
     for prop in SAFETY:
         print(f"  {prop}: {by_prop[prop]} {failing.get(prop, [])[:20]}")
-    print(f"not converged at the end of the run: {len(not_end)} {[o.seed for o in not_end][:40]}")
+    missed = [o.seed for o in outs if o.missed]
+    print(
+        f"convergence missed (the lab's definition, {bound:g} timeouts): "
+        f"{len(missed)} {missed[:40]}"
+    )
+    print(f"not settled at the end of the run: {len(not_end)} {[o.seed for o in not_end][:40]}")
     print(
         f"  of which never settled after the last fault: {len(never)} "
         f"{[o.seed for o in never][:40]}"
@@ -311,7 +339,9 @@ def main() -> int:
     ap.add_argument("--protocol", choices=("gms", "tribes", "basic"), default="gms")
     ap.add_argument("--seeds", default="0-1000")
     ap.add_argument("--quiet", type=float, default=HOSTILE.quiet, help="timeouts")
-    ap.add_argument("--bound", type=float, default=12.0, help="settling bound, timeouts")
+    ap.add_argument(
+        "--bound", type=float, default=10.0, help="convergence bound (the lab's), timeouts"
+    )
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--per", type=int, default=20)

@@ -75,7 +75,11 @@ def register_totem_no_rtr() -> None:
 
     registry.register(
         registry.ProtocolSpec(
-            TOTEM_NO_RTR, factory, settings=dict(SPEC.settings), doc="Totem never answering rtr"
+            TOTEM_NO_RTR,
+            factory,
+            settings=dict(SPEC.settings),
+            doc="Totem never answering rtr",
+            timeout=SPEC.timeout,  # convergence's bound is stated in it
         )
     )
 
@@ -127,6 +131,7 @@ def register_tribes_lazy() -> None:
             settings=dict(SPEC.settings),
             doc="Tribes never forwarding a token it cannot improve",
             claims=SPEC.claims,
+            timeout=SPEC.timeout,  # convergence's bound is stated in it
             converge_on=SPEC.converge_on,
             order_scope=SPEC.order_scope,
             total_orders=SPEC.total_orders,
@@ -170,6 +175,7 @@ def register_gms_no_status() -> None:
             settings=dict(SPEC.settings),
             doc="GMS never answering STATUS_VIEW",
             claims=SPEC.claims,
+            timeout=SPEC.timeout,  # convergence's bound is stated in it
             order_scope=SPEC.order_scope,
             total_orders=SPEC.total_orders,
             trace_kinds=SPEC.trace_kinds,

@@ -65,6 +65,10 @@ def _phase(
             )
 
 
+DETECTION_TIMEOUT = 100 * MS
+"""The failure-detection timeout the synthetic runs record (convergence's bound: 1 s)."""
+
+
 def clean_trace(run: str = "r1", seed: int = 7) -> list[Row]:
     """One run where every property holds (see the module docstring)."""
     rng = random.Random(seed)
@@ -103,7 +107,13 @@ def clean_trace(run: str = "r1", seed: int = 7) -> list[Row]:
                 n,
                 2000 * MS,
                 "stats",
-                detail={"sent": 10, "sent_bytes": 100, "received": 10, "state": "up"},
+                detail={
+                    "sent": 10,
+                    "sent_bytes": 100,
+                    "received": 10,
+                    "state": "up",
+                    "detection_timeout": DETECTION_TIMEOUT,
+                },
             )
         )
     return renumber(rows)

@@ -4,7 +4,8 @@ the file does not declare fails (exit 1); an expectation no run fulfils is a war
 
 Seed 004's case A under GMS: plain fails convergence in every run by construction
 (the lost VIEW, constant latency), acks never does. Only convergence is claimed, to
-keep each check short."""
+keep each check short; its bound is 5 failure-detection timeouts (1 s), so that the
+scenario's 1.8 s after its last fault can show plain's split."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from ringcast.lab.pipeline import check_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE_A = ROOT / "scenarios" / "gms" / "case_a_new_coord_no_takeover.toml"
-CLAIMS = ["--claims", "gms=convergence"]
+BOUND = 5.0
+CLAIMS = ["--claims", "gms=convergence", "--convergence-bound", str(BOUND)]
 WHY = "plain does not wait for acknowledgements (the control)"
 
 
@@ -172,7 +174,9 @@ def test_an_undeclared_violation_in_the_same_sweep_fails(
     where = "network.loss=0.0,settings.view_install=plain"  # sweep.json sorts its keys
     assert f"EXPECTED: convergence violated by gms at {where} in 1 runs" in printed
     # the same runs checked with nothing expected: both count as violations
-    doc = check_paths(spark, [out], overrides={"gms": {"convergence"}}, expectations=[])
+    doc = check_paths(
+        spark, [out], overrides={"gms": {"convergence"}}, expectations=[], convergence_bound=BOUND
+    )
     assert doc["properties"]["convergence"]["runs_violated"] == 2
     assert doc["expectations"] == [] and doc["ok"] is False
     # and with every plain run expected (the check's own argument): ok again
@@ -183,5 +187,6 @@ def test_an_undeclared_violation_in_the_same_sweep_fails(
         expectations=[
             Expectation("gms", ("convergence",), WHY, {"settings.view_install": "plain"})
         ],
+        convergence_bound=BOUND,
     )
     assert doc["ok"] is True and doc["properties"]["convergence"]["runs_expected"] == 2

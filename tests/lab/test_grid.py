@@ -240,7 +240,7 @@ def test_the_bundled_sweeps_declare_the_gms_control() -> None:
     sweep = load_sweep(ROOT / "sweeps" / "default.toml")
     (plain,) = sweep.expect
     assert plain.where == {"settings.view_install": "plain"}
-    assert plain.violates == ("convergence",)
+    assert plain.violates == ("convergence", "delivery_progress")
 
 
 def test_a_generator_draws_larger_groups_and_a_longer_quiet_end() -> None:

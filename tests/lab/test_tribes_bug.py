@@ -28,7 +28,8 @@ CRASH = Path(__file__).resolve().parents[2] / "scenarios" / "tribes" / "crash.to
 def lazy_swept(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     lab_buggy.register_tribes_lazy()
     d = tmp_path_factory.mktemp("tribes_lazy")
-    text = CRASH.read_text()
+    # 3.2 s after the crash, more than convergence's bound (10 x member_drop_time)
+    text = CRASH.read_text().replace('duration = "2s"', 'duration = "4s"')
     (d / "tribes.toml").write_text(text)
     buggy = text.replace('protocol = "tribes"', f'protocol = "{lab_buggy.TRIBES_LAZY}"')
     (d / "buggy.toml").write_text(buggy.replace('"tribes_crash"', '"tribes_crash_lazy"'))
@@ -56,7 +57,7 @@ def test_tribes_not_forwarding_unimproved_tokens_is_caught(spark: Any, lazy_swep
         assert c["protocol"] == lab_buggy.TRIBES_LAZY
         assert c["run"].startswith("tribes_crash_lazy@")
         # the survivors stay on the view that still lists the crashed member C
-        assert "final configuration has members A+B+C+D+E" in c["note"]
+        assert "never settled" in c["note"] and "final members A+B+C+D+E," in c["note"]
     # every other claim holds for both (views that are confirmed still agree)
     assert {n for n, p in props.items() if p["status"] == "violated"} == {"convergence"}
     for name in ("view_agreement", "leader_agreement", "integrity", "fifo"):

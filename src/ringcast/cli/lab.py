@@ -263,7 +263,7 @@ def _check(args: argparse.Namespace, paths: list[Path]) -> dict[str, Any]:
         protocol=args.protocol,
         overrides=overrides,
         examples=args.examples,
-        convergence_bound=int(args.convergence_bound * 1e9),
+        convergence_bound=args.convergence_bound,
         progress_bound=int(args.progress_bound * 1e9),
         certify=getattr(args, "certify", True),
     )
@@ -365,7 +365,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         out,
         overrides=overrides,
         examples=args.examples,
-        convergence_bound=int(args.convergence_bound * 1e9),
+        convergence_bound=args.convergence_bound,
         progress_bound=int(args.progress_bound * 1e9),
         progress=bar,
     )
@@ -431,7 +431,8 @@ def _checking(p: argparse.ArgumentParser) -> None:
         "--convergence-bound",
         type=float,
         default=10.0,
-        help="seconds after the last fault within which views must converge",
+        help="failure-detection timeouts of the protocol that no unsettled period after "
+        "the last fault may exceed (convergence)",
     )
     p.add_argument(
         "--progress-bound",

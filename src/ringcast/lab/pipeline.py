@@ -46,7 +46,7 @@ def check_paths(
     overrides: Mapping[str, Iterable[str]] | None = None,
     properties: Iterable[str] | None = None,
     examples: int = 5,
-    convergence_bound: int = 10_000_000_000,
+    convergence_bound: float = 10.0,
     progress_bound: int = 1_000_000_000,
     certify: bool = True,
     expectations: Sequence[Expectation] | None = None,
@@ -141,7 +141,7 @@ def run_pipeline(
     *,
     overrides: Mapping[str, Iterable[str]] | None = None,
     examples: int = 5,
-    convergence_bound: int = 10_000_000_000,
+    convergence_bound: float = 10.0,
     progress_bound: int = 1_000_000_000,
     progress: Callable[[float, str], None] | None = None,
 ) -> tuple[dict[str, Any], Path, dict[str, float]]:
@@ -178,7 +178,7 @@ def _pipeline(
     out: Path,
     overrides: Mapping[str, Iterable[str]] | None,
     examples: int,
-    bounds: tuple[int, int],
+    bounds: tuple[float, int],
     step: Callable[[float, str], None],
 ) -> tuple[dict[str, Any], Path, dict[str, float]]:
     import time

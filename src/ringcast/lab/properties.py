@@ -74,6 +74,13 @@ def converge_on(protocol: str) -> str:
     return spec.converge_on if spec is not None else "view"
 
 
+def detection_timeout(protocol: str) -> int | None:
+    """The failure-detection timeout (ns) of ``protocol`` at its default settings, as its
+    registration exposes it (None: it has none, or it is not registered here)."""
+    spec = _spec(protocol)
+    return spec.timeout_ns({}) if spec is not None else None
+
+
 def declares_kind(protocol: str, kind: str) -> bool:
     """Whether ``protocol``'s runs can hold rows of ``kind``: a host kind, or one of its
     spec's ``trace_kinds``. A protocol not registered here may write any kind."""

@@ -110,6 +110,7 @@ class Simulation:
         self._packets = scenario.trace_packets
         self._net = scenario.network
         self._peers = scenario.all_nodes
+        self._detection_timeout = self.spec.timeout_ns(scenario.settings)
 
     # ------------------------------------------------------------ running
 
@@ -144,6 +145,9 @@ class Simulation:
                     "received": node.received,
                     "lost": node.lost,
                     "state": node.state,
+                    # the family's failure-detection timeout at these settings: the
+                    # lab's convergence bound is stated in it
+                    "detection_timeout": self._detection_timeout,
                 },
             )
         wall = time.perf_counter() - wall0

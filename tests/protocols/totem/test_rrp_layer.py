@@ -118,15 +118,23 @@ def test_every_network_faulty_sends_on_all() -> None:
     assert nets(lay.down(Multicast(FRAME), 0)[1]) == [0, 1]
 
 
-def test_probe_goes_round_then_readmits_everywhere() -> None:
-    a = make("active")
+def probe_round(lay: RedundantRing, k: int, now: int) -> list[Send]:
+    return [e for e in lay.timer(f"rrp:probe:{k}", now)[1] if type(e) is Send]
+
+
+def test_probe_round_goes_round_then_readmits_everywhere() -> None:
+    a = make("active", rrp_readmit_probes=3)
     a.successor = "B"
     a.faulty = [False, True]
-    down = a.timer("rrp:probe:1", 0)[1]
-    probe = next(e for e in down if type(e) is Send)
-    assert probe.network == 1 and probe.dst == "B" and type(probe.msg) is RingTest
-    # B forwards it round the ring; it comes back to A on network 1
-    _, down = a.up(Received("D", probe.msg, 1), 1)
+    probes = probe_round(a, 1, 0)
+    assert len(probes) == 3  # one round: rrp_readmit_probes probes
+    for probe in probes:
+        assert probe.network == 1 and probe.dst == "B" and type(probe.msg) is RingTest
+    # B forwards them round the ring; they come back to A on network 1
+    for probe in probes[:2]:
+        _, down = a.up(Received("D", probe.msg, 1), 1)
+        assert a.faulty == [False, True]  # not before the whole round is back
+    _, down = a.up(Received("D", probes[2].msg, 1), 1)
     assert a.faulty == [False, False]
     activate = next(e for e in down if type(e) is Send)
     assert activate.msg.activate and activate.network == 1
@@ -136,6 +144,49 @@ def test_probe_goes_round_then_readmits_everywhere() -> None:
     _, down = b.up(Received("A", activate.msg, 1), 2)
     assert b.faulty == [False, False]
     assert any(type(e) is Send and e.dst == "C" for e in down)
+
+
+def test_a_round_missing_one_probe_never_readmits() -> None:
+    """A lossy network loses some probe of every round: the next round starts afresh,
+    and the probes of the failed one count for nothing."""
+    a = make("passive", rrp_readmit_probes=3)
+    a.successor = "B"
+    a.faulty = [False, True]
+    first = probe_round(a, 1, 0)
+    for probe in first[:2]:
+        a.up(Received("D", probe.msg, 1), 1)
+    second = probe_round(a, 1, 1_000_000_000)
+    for probe in [first[2], *second[:2]]:  # late, and two of three
+        a.up(Received("D", probe.msg, 1), 1_000_000_001)
+    assert a.faulty == [False, True]
+    a.up(Received("D", second[2].msg, 1), 1_000_000_002)
+    assert a.faulty == [False, False]
+
+
+def test_readmission_backs_off_after_a_relapse() -> None:
+    """Faulty again within rrp_flap_window of a re-admission: probe rounds half as
+    often with twice the probes, up to eight times; a network that stayed healthy for
+    the window starts again from one interval and rrp_readmit_probes."""
+    a = make("active", rrp_readmit_probes=2)
+    a.successor = "B"
+    sec = 1_000_000_000
+    now = 0
+    expected = [(1, 2), (2, 4), (4, 8), (8, 16), (8, 16)]
+    for every, probes in expected:
+        down: list[Any] = []
+        a._mark_faulty(1, now, down, reason="test")
+        assert SetTimer("rrp:probe:1", every * sec) in down
+        assert faults(down)[0].fields["probes_needed"] == probes
+        sent = probe_round(a, 1, now)
+        assert len(sent) == probes
+        for probe in sent:
+            a.up(Received("D", probe.msg, 1), now + 1)
+        assert a.faulty == [False, False]
+        now += sec  # relapses a second after each re-admission
+    down = []
+    a._mark_faulty(1, now + 10 * sec, down, reason="test")  # healthy for the window
+    assert SetTimer("rrp:probe:1", sec) in down
+    assert faults(down)[0].fields["probes_needed"] == 2
 
 
 def test_wire_messages_round_trip() -> None:

@@ -150,7 +150,7 @@ class CheckContext:
 
     trace: DataFrame
     partitions: int | None = None
-    convergence_bound: int = 10_000_000_000
+    convergence_bound: float = 10.0
     progress_bound: int = 1_000_000_000
     safe_grace: int = 500_000_000
     token_protocols: frozenset[str] | None = None

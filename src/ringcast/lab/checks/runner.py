@@ -80,7 +80,7 @@ def run_checks(
     properties: Iterable[str] | None = None,
     overrides: Mapping[str, Iterable[str]] | None = None,
     examples: int = 5,
-    convergence_bound: int = 10_000_000_000,
+    convergence_bound: float = 10.0,
     progress_bound: int = 1_000_000_000,
     safe_grace: int = 500_000_000,
     partitions: int | None = None,

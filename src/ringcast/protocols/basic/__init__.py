@@ -104,7 +104,7 @@ SPEC = register(
         doc=__doc__ or "",
         # The baseline: reliable per-sender FIFO and a heartbeat membership; no total
         # order and no view agreement across partitions (the lab's negative control).
-        claims=frozenset({"integrity", "fifo", "convergence"}),
+        claims=frozenset({"integrity", "fifo", "convergence", "delivery_progress"}),
         total_orders=None,
         timeout=_suspicion_time,
         wire_ids=(0x0010, 0x001F),

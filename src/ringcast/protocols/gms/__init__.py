@@ -97,6 +97,7 @@ SPEC = register(
                 "integrity",
                 "fifo",
                 "merge_atomicity",
+                "delivery_progress",
             }
         ),
         total_orders=None,

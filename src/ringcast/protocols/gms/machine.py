@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ringcast.core.effects import (
+    Backpressure,
     CancelTimer,
     Effect,
     InstallView,
@@ -72,6 +73,9 @@ COUNTER_KEY = "gms.counter"
 KEEP_INSTALLED = 32  # committed views remembered to answer STATUS_VIEW
 MAX_HEARD = 64  # views a MERGE_RSP reports its sender heard of
 MAX_WAVES = 3  # rounds of MERGE_REQ in one merge (the views the answers heard of)
+MAX_HELD = 256
+"""Submits held while the node is not a member before ``Backpressure(True)``
+(``docs/protocols/gms.md``, "Decisions where the seed is silent")."""
 
 EVENT_OF_MSG: dict[type, str] = {
     M.FindMbrs: "FIND_MBRS",
@@ -183,6 +187,8 @@ class GmsMachine:
         self.merges = 0
         self.timers_armed = False
         self.data = Nakack(ctx.node_id, xmit_interval=self.rto)
+        self.held: list[Submit] = []
+        """Submits made while not a member (discovering, joining), sent once it is."""
         self.dropped = 0
         self.foreign_changed = 0
         self.injected = parse_injected(str(s.get("inject_views", "")), ctx.node_id)
@@ -230,6 +236,8 @@ class GmsMachine:
         table = TABLES[before]
         tr = table.lookup(before, ev)
         if tr is None:
+            if ev == "submit" and before in (St.DISCOVERING, St.JOINING):
+                return self._hold(arg)
             self.dropped += 1
             if ev == "submit":
                 return [Record.of("drop", reason=f"submit in {before.value}: not a member")]
@@ -380,6 +388,8 @@ class GmsMachine:
         out.append(InstallView(View(v.view_id, v.members)))
         out.append(LeaderChanged(v.members[0], v.view_id))
         self.data.install(v, self.now, out)
+        if self.held:
+            self._release(out)
         if self.install is None or self.install.view.view_id != v.view_id:
             self.state = St.COORDINATOR if v.members[0] == self.node_id else St.PARTICIPANT
         self._arm(out)
@@ -1185,6 +1195,24 @@ class GmsMachine:
 
     def _submit(self, src: str, ev: Submit, out: list[Effect]) -> None:
         self.data.submit(ev.msg_id, ev.payload, ev.order, out)
+
+    def _hold(self, ev: Submit) -> list[Effect]:
+        """A submit while the node is not a member (booting, rejoining after a restart
+        or an exclusion): kept for its first view instead of lost (``docs/protocols/gms.md``,
+        decisions); the host is held back once :data:`MAX_HELD` wait."""
+        if len(self.held) >= MAX_HELD:
+            self.dropped += 1
+            return [Record.of("drop", reason="submit while not a member: too many held")]
+        self.held.append(ev)
+        return [Backpressure(True)] if len(self.held) == MAX_HELD else []
+
+    def _release(self, out: list[Effect]) -> None:
+        """Multicast the held submits in the view just installed, in submit order."""
+        held, self.held = self.held, []
+        for ev in held:
+            self.data.submit(ev.msg_id, ev.payload, ev.order, out)
+        if len(held) >= MAX_HELD:
+            out.append(Backpressure(False))
 
     def _on_msg(self, src: str, msg: M.Msg, out: list[Effect]) -> None:
         parse_id(msg.view_id)

@@ -71,6 +71,9 @@ SETTINGS: dict[str, Setting] = {
     "rrp_autorecovery_check_timeout": Setting(
         "duration", 1_000_000_000, "probe a faulty network this often", 1
     ),
+    "rrp_readmit_probes": Setting(
+        "int", 10, "probes a round that must all go round the ring to re-admit a network", 1
+    ),
     "rrp_token_turns": Setting(
         "int", 1, "passive: faulty after no token in this many round-robin turns (0: off)", 0
     ),
@@ -78,7 +81,10 @@ SETTINGS: dict[str, Setting] = {
         "duration", 250_000_000, "faulty: silent this long while others carry 100+ packets", 0
     ),
     "rrp_flap_window": Setting(
-        "duration", 10_000_000_000, "faulty again this soon after re-admission: 2x probes", 0
+        "duration",
+        10_000_000_000,
+        "faulty again this soon after re-admission: back off (rounds 2x apart, 2x probes)",
+        0,
     ),
 }
 

@@ -34,11 +34,15 @@ networks are detected as corosync 2 does (``totemrrp.c``):
   turns, and is found after one turn instead of ``rrp_problem_count_threshold`` tokens.
 
 A faulty network carries nothing of the ring. Every ``rrp_autorecovery_check_timeout``
-the node sends a :class:`RingTest` along the ring on it; a probe that comes back has
-gone round the whole ring, and an ``activate`` round re-admits the network at every
-node. A network faulty again within ``rrp_flap_window`` of its re-admission needs
-twice as many probes in a row the next time (up to :data:`MAX_PROBES_NEEDED`), so a
-flapping or lossy network stays out instead of flapping the ring. When every network
+the node sends a round of ``rrp_readmit_probes`` :class:`RingTest` probes along the
+ring on it (knet's ``pong_count``: several good pings before a link is up); a probe
+that comes back has gone round the whole ring, and when every probe of one round is
+back the network is good again and an ``activate`` round re-admits it at every node.
+A lossy network loses some probe of every round, so it stays out for as long as it is
+lossy. Re-admission backs off: a network faulty again within ``rrp_flap_window`` of
+its re-admission waits twice as long between rounds and needs twice as many probes a
+round (up to :data:`MAX_BACKOFF` doublings), so a flapping network stays out instead
+of flapping the ring. When every network
 is faulty the node sends on all of them (a node is never left with none). Whatever
 the style, a token the single ring sends again (its successor showed no sign of the
 first) and the membership messages (``Join``, ``MergeDetect``) go on every network,
@@ -84,7 +88,8 @@ WINDOW = 4096
 many newer packets of the same sender counts as a duplicate)."""
 MAX_PENDING = 64
 """Tokens whose copies the active style waits for at once (older ones are judged)."""
-MAX_PROBES_NEEDED = 16
+MAX_BACKOFF = 3
+"""Doublings of the probe interval and of the probes a round after relapses (8x)."""
 TOKENS = (Token, CommitToken)
 
 Up = list[Event]
@@ -101,6 +106,7 @@ class RrpSettings:
         "mcast_threshold",
         "mode",
         "problem_timeout",
+        "readmit_probes",
         "silence",
         "threshold",
         "token_expired",
@@ -127,6 +133,7 @@ class RrpSettings:
         self.mcast_threshold: int = settings.get("rrp_problem_count_mcast_threshold", 100)
         self.autorecovery: int = settings.get("rrp_autorecovery_check_timeout", 1_000_000_000)
         self.flap_window: int = settings.get("rrp_flap_window", 10_000_000_000)
+        self.readmit_probes: int = settings.get("rrp_readmit_probes", 10)
         self.silence: int = settings.get("rrp_silence_timeout", 250_000_000)
         # Passive styles: tokens in a row with none on a network, to be faulty. The
         # predecessor's round robin puts a token on every healthy network within
@@ -211,9 +218,10 @@ class RedundantRing:
         self._token_timer = False
         self._decay_armed = False
         self._nonce = 0
-        self._outstanding: list[int | None] = [None] * networks
-        self._streak = [0] * networks
-        self._needed = [1] * networks
+        self._outstanding: list[set[int]] = [set() for _ in range(networks)]
+        """The nonces of the current probe round not back yet, per faulty network."""
+        self._backoff = [0] * networks
+        """Relapses in a row (each within ``rrp_flap_window`` of a re-admission)."""
         self._readmitted_at: list[int | None] = [None] * networks
         self._upper_state: dict[str, Any] = {}
         self._arrivals = 0
@@ -533,21 +541,29 @@ class RedundantRing:
         self.counters["faulty_marks"] += 1
         back = self._readmitted_at[k]
         if back is not None and now - back < self.cfg.flap_window:
-            self._needed[k] = min(self._needed[k] * 2, MAX_PROBES_NEEDED)
-        self._streak[k] = 0
-        self._outstanding[k] = None
+            self._backoff[k] = min(self._backoff[k] + 1, MAX_BACKOFF)  # a relapse
+        else:
+            self._backoff[k] = 0
+        self._outstanding[k] = set()
         out.append(
             Record.of(
                 "fault",
                 action="network_faulty",
                 network=k,
                 reason=reason,
-                probes_needed=self._needed[k],
+                probes_needed=self._probes_needed(k),
+                probe_every_ms=self._probe_every(k) // 1_000_000,
                 **why,
             )
         )
         out.append(self._state())
-        out.append(SetTimer(T_PROBE + str(k), self.cfg.autorecovery))
+        out.append(SetTimer(T_PROBE + str(k), self._probe_every(k)))
+
+    def _probes_needed(self, k: int) -> int:
+        return max(self.cfg.readmit_probes, 1) << self._backoff[k]
+
+    def _probe_every(self, k: int) -> int:
+        return self.cfg.autorecovery << self._backoff[k]
 
     def _readmit(self, k: int, now: int, out: Down, by: NodeId) -> None:
         if not self.faulty[k]:
@@ -565,8 +581,7 @@ class RedundantRing:
             entry[2].add(k)  # tokens sent while it was out: no copy expected there
         self.counters["readmissions"] += 1
         self._readmitted_at[k] = now
-        self._outstanding[k] = None
-        self._streak[k] = 0
+        self._outstanding[k] = set()
         out.append(CancelTimer(T_PROBE + str(k)))
         out.append(Record.of("fault", action="network_healthy", network=k, by=by))
         out.append(self._state())
@@ -574,18 +589,20 @@ class RedundantRing:
     # ------------------------------------------------------------------ probes
 
     def _probe(self, k: int, out: Down) -> None:
+        """A new probe round on faulty network ``k``; the last one, if some of its probes
+        are still out, failed (a probe is back within milliseconds on a good ring)."""
         if not self.faulty[k]:
             return
-        if self._outstanding[k] is not None:
-            self._streak[k] = 0  # the last probe did not come back in time
-        out.append(SetTimer(T_PROBE + str(k), self.cfg.autorecovery))
+        out.append(SetTimer(T_PROBE + str(k), self._probe_every(k)))
         nxt = self.successor
         if nxt is None or nxt == self.node_id:
-            self._outstanding[k] = None
+            self._outstanding[k] = set()
             return
-        self._nonce += 1
-        self._outstanding[k] = self._nonce
-        out.append(Send(nxt, RingTest(self.node_id, k, self._nonce, False, 0), k))
+        first = self._nonce + 1
+        self._nonce += self._probes_needed(k)
+        self._outstanding[k] = set(range(first, self._nonce + 1))
+        for nonce in range(first, self._nonce + 1):
+            out.append(Send(nxt, RingTest(self.node_id, k, nonce, False, 0), k))
 
     def _ring_test(self, msg: RingTest, net: int, now: int, out: Down) -> None:
         origin, network, nonce, hops = msg.origin, msg.network, msg.nonce, msg.hops
@@ -600,11 +617,11 @@ class RedundantRing:
             return
         me = self.node_id
         if origin == me:
-            if msg.activate or nonce != self._outstanding[net]:
-                return  # the activate round is back, or a late probe
-            self._outstanding[net] = None
-            self._streak[net] += 1
-            if self._streak[net] >= self._needed[net]:
+            round_ = self._outstanding[net]
+            if msg.activate or nonce not in round_:
+                return  # the activate round is back, or a probe of an earlier round
+            round_.discard(nonce)
+            if not round_:  # every probe of the round went round the ring
                 self._readmit(net, now, out, me)
                 self._forward(RingTest(me, net, nonce, True, 0), net, out)
             return
