@@ -97,13 +97,15 @@ def test_one_link_down_then_up_no_view_change(
         d = status(ns3, port["n3"])["metrics"]["delivered"]
         st = status(ns3, port["n3"], f"delivered={d + 300}&wait=30")
         assert st["condition_met"], "deliveries stopped with one network down"
-        table = subprocess.run(
+        # (run in n3's namespace, the other nodes' status endpoints are out of reach:
+        # reported as not answering, which makes the command exit 1)
+        shown = subprocess.run(
             [*ringcast_in(ns3), "status", "--config", str(path)],
             capture_output=True,
             timeout=30,
-            check=True,
-        ).stdout.decode()
-        assert "net1 faulty" in table
+        )
+        assert shown.returncode in (0, 1), shown.stderr.decode()
+        assert "net1 faulty" in shown.stdout.decode()
         two_bridge_lab.link("n3", 1, "up")
         status_until(ns3, port["n3"], lambda s: s["state"]["rrp_net1"] == "healthy", 30, "healthy")
         for n in HOSTS:

@@ -101,8 +101,14 @@ int main(int argc, char **argv) {
     model.cpg_totem_confchg_fn = on_totem;
     model.flags = CPG_MODEL_V1_DELIVER_INITIAL_TOTEM_CONF;
     cpg_handle_t handle;
-    cs_error_t err = cpg_model_initialize(&handle, CPG_MODEL_V1,
-                                          (cpg_model_data_t *)&model, NULL);
+    cs_error_t err;
+    /* corosync may still be starting (knet takes a while): try for up to 30 s */
+    for (int tries = 0;; tries++) {
+        err = cpg_model_initialize(&handle, CPG_MODEL_V1, (cpg_model_data_t *)&model, NULL);
+        if (err == CS_OK || tries >= 300) break;
+        struct timespec ts = {0, 100000000};
+        nanosleep(&ts, NULL);
+    }
     if (err != CS_OK) {
         printf("{\"k\":\"end\",\"t\":%llu,\"why\":\"cpg_model_initialize: error %d "
                "(is corosync running?)\"}\n", (unsigned long long)now_ns(), err);
