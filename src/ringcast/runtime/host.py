@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import os
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from ringcast.core.codec import DecodeError, EncodeError, cluster_id_of, decode, encode
@@ -82,6 +83,7 @@ class NodeHost:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._transport: UdpTransport | None = None
         self._trace: TraceLog | None = None
+        self._spill: Callable[[], None] | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._warn = RateLimit()
         self._mcast = config.transport == "multicast"
@@ -154,7 +156,11 @@ class NodeHost:
                 boot=self.boot,
                 rotate_ns=cfg.trace_rotate_ns,
                 protocol=cfg.protocol,
+                origin_clock=cfg.origin_clock,
+                write_through=cfg.trace_write_through,
             )
+            if cfg.trace_write_through:
+                self._spill = self._trace.spill
             self.interp.trace = self._trace.sink
         self._loop = asyncio.get_running_loop()
         self._transport = UdpTransport(
@@ -425,6 +431,8 @@ class NodeHost:
         try:
             self.interp.apply(effects, self._now() if now is None else now)
         finally:
+            if self._spill is not None:  # the event's rows before its datagrams
+                self._spill()
             if tr is not None:
                 tr.uncork()
         if self._rearm:
