@@ -226,8 +226,7 @@ class Driver:
 
     def _run_in(self, the_lab: Lab) -> None:
         self._write_cluster(the_lab)
-        for n in self.sc.all_nodes:
-            self._network(n)  # an empty rule table in every namespace before the start
+        self._network(*self.sc.all_nodes)  # every namespace's table, empty, before the start
         # every incarnation the scenario asks for, started now and held at its gate
         boots = {n: 1 for n in self.sc.nodes}
         for a in self.sc.nemesis:
@@ -237,7 +236,11 @@ class Driver:
             for _ in range(k):
                 self._spawn(n)
         procs = sum(boots.values())
-        self.say(f"starting {procs} node processes ({len(boots)} nodes and their restarts)")
+        tag = the_lab.switch.rpartition("-")[2]
+        self.say(
+            f"starting {procs} node processes ({len(boots)} nodes and their restarts; "
+            f"namespaces rcl*-{tag})"
+        )
         self._await_armed([sl for np_ in self.nodes.values() for sl in np_.slots])
         self.origin = time.monotonic_ns() + ORIGIN_MARGIN_NS
         for n in self.sc.nodes:
@@ -381,15 +384,18 @@ class Driver:
     def _fault(self, node: str, t: int, action: str, fallback: bool = False, **extra: Any) -> None:
         self.rows.append(DriverRow(node, t, "fault", {"action": action, **extra}, fallback))
 
-    def _network(self, n: str) -> int:
-        """Bring ``n``'s rules in line with the network state; the time they hold."""
+    def _network(self, *nodes: str) -> dict[str, int]:
+        """Bring the rules of ``nodes`` in line with the network state, all at once;
+        the time each node's hold from (ns from the origin)."""
         assert self.lab is not None
+        the_lab = self.lab
         addresses = {
-            m: [self.lab.address(m, k) for k in range(self.sc.network.networks)]
+            m: [the_lab.address(m, k) for k in range(self.sc.network.networks)]
             for m in self.sc.all_nodes
         }
-        apply_nft(self.lab.hosts[n], ruleset(n, self.net, self.sc.network, addresses))
-        return self._now()
+        texts = {the_lab.hosts[n]: ruleset(n, self.net, self.sc.network, addresses) for n in nodes}
+        held = apply_nft(texts, self._now)
+        return {n: held[the_lab.hosts[n]] for n in nodes}
 
     def _apply(self, a: Action) -> None:
         asked = a.at
@@ -408,12 +414,10 @@ class Driver:
                 self.net.cuts.update((s, d) for s in a.cut_from for d in a.cut_to if s != d)
                 extra = {"cut_from": list(a.cut_from), "cut_to": list(a.cut_to)}
                 touched = tuple(sorted({*a.cut_from, *a.cut_to}))
-            last = 0
+            held = self._network(*touched)
             for n in touched:
-                t = self._network(n)
-                self._fault(n, t, act, **extra)
-                last = t
-            self.applied.append(Applied(act, None, asked, last))
+                self._fault(n, held[n], act, **extra)
+            self.applied.append(Applied(act, None, asked, max(held.values())))
             return
         assert a.node is not None
         n = a.node
@@ -431,7 +435,7 @@ class Driver:
                 self.net.links_down.add(key)
             else:
                 self.net.links_down.discard(key)
-            t = self._network(n)
+            t = self._network(n)[n]
             self._fault(n, t, act, network=a.network)
         elif act == "crash":
             assert p is not None

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 IP = shutil.which("ip") or "ip"
@@ -119,18 +119,40 @@ def lab(nodes: Sequence[str], subnets: Sequence[str], prefix: str = "rc") -> Ite
             subprocess.run([IP, "netns", "del", ns], capture_output=True, timeout=10)
 
 
-def apply_nft(ns: str, ruleset: str) -> None:
-    """Load ``ruleset`` (``nft -f`` syntax, applied as one transaction) in namespace
-    ``ns``; raise :class:`NetnsUnavailable` naming nft's complaint."""
+def apply_nft(rulesets: dict[str, str], clock: Callable[[], int]) -> dict[str, int]:
+    """Load each namespace's ruleset (``{netns: nft -f text}``, each applied as one
+    transaction), all at once; return ``clock()`` read as each one's ``nft`` returned
+    (when its rules hold). Raise :class:`NetnsUnavailable` naming nft's complaint."""
     nft = shutil.which("nft") or NFT
+    procs = {}
     try:
-        subprocess.run(
-            [IP, "netns", "exec", ns, nft, "-f", "-"],
-            input=ruleset.encode(),
-            check=True,
-            capture_output=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.CalledProcessError) as e:
-        why = e.stderr.decode().strip() if isinstance(e, subprocess.CalledProcessError) else e
-        raise NetnsUnavailable(f"nft in {ns}: {why}") from e
+        for ns, text in rulesets.items():
+            p = subprocess.Popen(
+                [IP, "netns", "exec", ns, nft, "-f", "-"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            assert p.stdin is not None
+            p.stdin.write(text.encode())
+            p.stdin.close()
+            procs[ns] = p
+    except OSError as e:
+        raise NetnsUnavailable(f"cannot run nft: {e}") from e
+    done = {}
+    failed = None
+    for ns, p in procs.items():
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        done[ns] = clock()
+        assert p.stderr is not None
+        err = p.stderr.read().decode().strip()
+        p.stderr.close()
+        if p.returncode != 0 and failed is None:
+            failed = f"nft in {ns}: {err or f'exit {p.returncode}'}"
+    if failed is not None:
+        raise NetnsUnavailable(failed)
+    return done
