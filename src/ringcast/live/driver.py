@@ -528,12 +528,33 @@ class Driver:
                 }
                 for n, np_ in self.nodes.items()
             },
-            "nemesis": [{**asdict(a), "lag_ns": a.lag_ns} for a in self.applied],
+            "nemesis": [
+                {**asdict(a), "lag_ns": a.lag_ns, **self._booted(a, table)} for a in self.applied
+            ],
             "findings": self.findings,
             "machine": {"cpus": os.cpu_count(), "kernel": platform.release()},
         }
         (self.out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
         return LiveRun(summary, self.applied)
+
+    @staticmethod
+    def _booted(a: Applied, table: Any) -> dict[str, int | None]:
+        """For a join or restart: when the new process wrote its first row of its own
+        (its machine started), beside the gate's opening (``took_effect_ns``)."""
+        if a.action not in ("join", "restart"):
+            return {}
+        import pyarrow.compute as pc
+
+        mine = table.filter(
+            pc.and_(
+                pc.and_(
+                    pc.equal(table["node"], a.node), pc.greater_equal(table["t"], a.took_effect_ns)
+                ),
+                pc.not_equal(table["kind"], "fault"),
+            )
+        )
+        first = pc.min(mine["t"]).as_py() if len(mine) else None
+        return {"first_row_ns": first}
 
     def _write_cluster(self, the_lab: Lab) -> None:
         write_key_file(self.work / "cluster.key")

@@ -241,9 +241,7 @@ def parse_config(raw: Mapping[str, Any], *, base: Path, source: str = "<config>"
         raise ConfigError(f"{w}.trace_packets: expected true or false, got {trace_packets!r}")
     write_through = c.get("trace_write_through", False)
     if not isinstance(write_through, bool):
-        raise ConfigError(
-            f"{w}.trace_write_through: expected true or false, got {write_through!r}"
-        )
+        raise ConfigError(f"{w}.trace_write_through: expected true or false, got {write_through!r}")
     run_id = c.get("run_id", name)
     if not isinstance(run_id, str) or not run_id:
         raise ConfigError(f"{w}.run_id: expected a non-empty string, got {run_id!r}")
