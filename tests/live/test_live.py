@@ -19,10 +19,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
+from ringcast.lab.grid import load_sweep
 from ringcast.lab.pipeline import check_paths
 from ringcast.live.driver import run_live
+from ringcast.live.sweep import run_live_sweep
 from ringcast.sim import load_scenario
 from ringcast.trace import read_trace
 
@@ -71,13 +74,22 @@ def _left_behind(summary_or_tag: str, out: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def live_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
-    """One live run of each family (about 5 s each)."""
+    """One live run of each family (about 5 s each), and a sweep asking for live runs
+    (one of its points runs, the other is refused: a message class on a link)."""
     base = tmp_path_factory.mktemp("live")
     outs = {}
     for family, scenario in RUNS.items():
         out = base / family
         run_live(load_scenario(scenario), 1, out, real_latency=True)
         outs[family] = out
+    sweep = base / "sweep.toml"
+    sweep.write_text(
+        f'name = "live_sweep"\nscenarios = ["{ROOT}/scenarios/tribes/crash.toml",'
+        f' "{ROOT}/scenarios/tribes/asymmetric.toml"]\nseeds = [3]\n'
+        "[live]\nreal_latency = true\n"
+    )
+    run_live_sweep(load_sweep(sweep), base / "sweep")
+    outs["sweep"] = base / "sweep"
     yield outs
 
 
@@ -87,11 +99,13 @@ def test_every_family_runs_live_and_the_lab_checks_it(
     doc = check_paths(spark, list(live_runs.values()))
     props = doc["properties"]
     assert doc["ok"] is True, {n: p["counterexamples"] for n, p in props.items()}
-    assert props["view_agreement"]["runs_checked"] >= 4
-    assert props["convergence"]["runs_checked"] == 5
-    assert props["integrity"]["runs_checked"] == 5
+    assert props["view_agreement"]["runs_checked"] >= 5
+    assert props["convergence"]["runs_checked"] == 6
+    assert props["integrity"]["runs_checked"] == 6
     assert props["total_order"]["runs_checked"] == 2  # raincore and totem
     for family, out in live_runs.items():
+        if family == "sweep":
+            continue
         summary = json.loads((out / "summary.json").read_text())
         assert summary["mode"] == "live" and summary["protocol"] == family
         assert summary["findings"] == [], family
@@ -101,6 +115,22 @@ def test_every_family_runs_live_and_the_lab_checks_it(
             assert a["took_effect_ns"] >= a["asked_ns"], a
         tag = next(iter(summary["nodes"].values()))["namespace"].rpartition("-")[2]
         assert _left_behind(tag, out) == [], family
+
+
+def test_a_sweep_of_live_runs_is_laid_out_as_a_simulated_one(
+    live_runs: dict[str, Path],
+) -> None:
+    out = live_runs["sweep"]
+    sweep = json.loads((out / "sweep.json").read_text())
+    assert sweep["mode"] == "live" and sweep["runs"] == 1
+    (refused,) = sweep["skipped"]
+    assert refused.startswith("tribes_asymmetric@base:3: ") and "match" in refused
+    (trace,) = (out / "traces").rglob("*.parquet")
+    assert trace.parent.relative_to(out / "traces") == Path("protocol=tribes/scenario=tribes_crash")
+    assert {r["run"] for r in read_trace(trace).to_pylist()} == {"tribes_crash@base:3"}
+    assert [r["run"] for r in pq.read_table(out / "runs.parquet").to_pylist()] == [
+        "tribes_crash@base:3"
+    ]
 
 
 def test_a_live_trace_has_the_simulators_shape(live_runs: dict[str, Path]) -> None:

@@ -170,6 +170,7 @@ class Driver:
         *,
         real_latency: bool = False,
         say: Callable[[str], None] | None = None,
+        run_id: str | None = None,
     ):
         self.sc = sc
         self.seed = seed
@@ -179,7 +180,7 @@ class Driver:
         self.work = out / WORK
         self.gate = self.work / "gate"
         self.logs = out / "logs"
-        self.run_id = f"{sc.name}:{seed}"
+        self.run_id = run_id or f"{sc.name}:{seed}"
         self.nodes: dict[str, NodeProc] = {}
         self.net = NetState()
         self.rows: list[DriverRow] = []
@@ -604,7 +605,9 @@ def run_live(
     *,
     real_latency: bool = False,
     say: Callable[[str], None] | None = None,
+    run_id: str | None = None,
 ) -> LiveRun:
     """Run ``sc`` live (see the module's docstring); :class:`LiveError` when it cannot,
-    :class:`Interrupted` when the driver was told to stop (after cleaning up)."""
-    return Driver(sc, seed, out, real_latency=real_latency, say=say).run()
+    :class:`Interrupted` when the driver was told to stop (after cleaning up).
+    ``run_id``: the trace's ``run`` (default ``<scenario>:<seed>``, as simulated)."""
+    return Driver(sc, seed, out, real_latency=real_latency, say=say, run_id=run_id).run()
