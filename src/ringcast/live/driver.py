@@ -47,7 +47,8 @@ from typing import Any
 
 from ringcast.live.collect import DriverRow, merge, write_trace
 from ringcast.live.firewall import NetState, ruleset
-from ringcast.live.netns import IP, Lab, NetnsUnavailable, apply_nft, lab
+from ringcast.live.netns import IP, Lab, NetnsUnavailable, lab
+from ringcast.live.nft import NftLoader, nft_loader
 from ringcast.live.plan import check_live
 from ringcast.live.tools import LiveError, ensure_tools, has_netem, require_root
 from ringcast.runtime.config import render_config
@@ -66,6 +67,10 @@ WATCH_S = 0.02
 """How often the driver looks for nodes that died while it waits for the next fault."""
 WORK = "_live"
 PR_SET_PDEATHSIG = 1
+
+
+NET_ACTIONS = ("partition", "heal", "cut", "link_down", "link_up")
+"""The faults applied with nftables (the others act on a node's process)."""
 
 
 class Interrupted(Exception):
@@ -188,6 +193,7 @@ class Driver:
         self.findings: list[dict[str, Any]] = []
         self.origin = 0
         self.lab: Lab | None = None
+        self.nft: NftLoader
         self.config = self.work / "cluster.toml"
 
     # ------------------------------------------------------------ the run
@@ -215,11 +221,13 @@ class Driver:
                 with lab(self.sc.all_nodes, subnets, prefix="rcl") as the_lab:
                     self.lab = the_lab
                     self.nodes = {n: NodeProc(n, ns) for n, ns in the_lab.hosts.items()}
+                    self.nft = nft_loader(list(the_lab.hosts.values()))
                     try:
                         self._run_in(the_lab)
                     finally:
                         with _signals_held():
                             self._kill_all()
+                            self.nft.close()
             except NetnsUnavailable as e:
                 raise LiveError(str(e)) from None
         wall = time.perf_counter() - wall0
@@ -254,9 +262,18 @@ class Driver:
                 self._open_gate(slot, self.origin + a.at)
                 nxt[a.node] += 1
         self.say(f"run started; {len(self.sc.nemesis)} faults over {self.sc.duration / 1e9:g}s")
+        batch: list[Action] = []  # network faults of one instant: one update of the rules
         for a in self.sc.nemesis:
+            if batch and (a.at != batch[0].at or a.action not in NET_ACTIONS):
+                self._apply_network(batch)
+                batch = []
             self._wait_until(self.origin + a.at)
-            self._apply(a)
+            if a.action in NET_ACTIONS:
+                batch.append(a)
+            else:
+                self._apply(a)
+        if batch:
+            self._apply_network(batch)
         self._wait_until(self.origin + self.sc.duration)
         self._end()
 
@@ -395,31 +412,48 @@ class Driver:
             for m in self.sc.all_nodes
         }
         texts = {the_lab.hosts[n]: ruleset(n, self.net, self.sc.network, addresses) for n in nodes}
-        held = apply_nft(texts, self._now)
+        held = self.nft.apply(texts, self._now)
         return {n: held[the_lab.hosts[n]] for n in nodes}
 
-    def _apply(self, a: Action) -> None:
-        asked = a.at
-        act = a.action
+    def _apply_network(self, batch: list[Action]) -> None:
+        """The network faults asked for at one instant: the state changed for each in
+        turn, then every namespace concerned updated at once."""
         all_nodes = self.sc.all_nodes
-        if act in ("partition", "heal", "cut"):
+        done: list[tuple[Action, tuple[str, ...], dict[str, Any]]] = []
+        for a in batch:
             extra: dict[str, Any] = {}
-            if act == "partition":
+            if a.action == "partition":
                 self.net.partition(a.groups, all_nodes)
                 extra = {"groups": [list(g) for g in a.groups]}
-                touched = all_nodes
-            elif act == "heal":
+                nodes = all_nodes
+            elif a.action == "heal":
                 self.net.heal()
-                touched = all_nodes
-            else:
+                nodes = all_nodes
+            elif a.action == "cut":
                 self.net.cuts.update((s, d) for s in a.cut_from for d in a.cut_to if s != d)
                 extra = {"cut_from": list(a.cut_from), "cut_to": list(a.cut_to)}
-                touched = tuple(sorted({*a.cut_from, *a.cut_to}))
-            held = self._network(*touched)
-            for n in touched:
-                self._fault(n, held[n], act, **extra)
-            self.applied.append(Applied(act, None, asked, max(held.values())))
-            return
+                nodes = tuple(sorted({*a.cut_from, *a.cut_to}))
+            else:  # link_down, link_up
+                assert a.node is not None and a.network is not None
+                key = (a.node, a.network)
+                if a.action == "link_down":
+                    self.net.links_down.add(key)
+                else:
+                    self.net.links_down.discard(key)
+                extra = {"network": a.network}
+                nodes = (a.node,)
+            done.append((a, nodes, extra))
+        touched = {n for _, nodes, _ in done for n in nodes}
+        held = self._network(*(n for n in all_nodes if n in touched))
+        for a, nodes, extra in done:
+            for n in nodes:
+                self._fault(n, held[n], a.action, **extra)
+            self.applied.append(Applied(a.action, a.node, a.at, max(held[n] for n in nodes)))
+
+    def _apply(self, a: Action) -> None:
+        """A fault on one node's process."""
+        asked = a.at
+        act = a.action
         assert a.node is not None
         n = a.node
         np_ = self.nodes[n]
@@ -429,16 +463,7 @@ class Driver:
             )
             return
         p = np_.proc
-        if act in ("link_down", "link_up"):
-            assert a.network is not None
-            key = (n, a.network)
-            if act == "link_down":
-                self.net.links_down.add(key)
-            else:
-                self.net.links_down.discard(key)
-            t = self._network(n)[n]
-            self._fault(n, t, act, network=a.network)
-        elif act == "crash":
+        if act == "crash":
             assert p is not None
             p.send_signal(signal.SIGKILL)  # it runs no more from here
             t = self._now()
