@@ -3,11 +3,14 @@ every time."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from ringcast.lab.errors import LabError
 from ringcast.lab.grid import LiveSweep, parse_sweep
-from ringcast.live.sweep import sample_runs
+from ringcast.live.sweep import run_live_sweep, sample_runs
 
 
 def _sweep(live: object, seeds: int = 3):  # type: ignore[no-untyped-def]
@@ -43,3 +46,12 @@ def test_bad_live_keys_are_named(live: object, says: str) -> None:
     with pytest.raises(LabError) as e:
         _sweep(live)
     assert str(e.value).startswith(says)
+
+
+def test_a_live_sweep_not_run_as_root_is_one_lab_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(LabError, match=r"^s.toml: live: live runs need root"):
+        run_live_sweep(_sweep(True), tmp_path)
+    assert not (tmp_path / "traces").exists()

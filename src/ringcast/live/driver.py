@@ -73,8 +73,9 @@ NET_ACTIONS = ("partition", "heal", "cut", "link_down", "link_up")
 """The faults applied with nftables (the others act on a node's process)."""
 
 
-class Interrupted(Exception):
-    """The driver got SIGTERM or SIGINT: clean up and stop."""
+class Interrupted(KeyboardInterrupt):
+    """The driver got SIGTERM or SIGINT: it cleaned up and stops (a KeyboardInterrupt,
+    so that whatever runs the driver stops as on ^C)."""
 
 
 @dataclass

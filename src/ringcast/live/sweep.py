@@ -6,7 +6,8 @@ simulated sweep's: ``traces/protocol=P/scenario=S/<run>.parquet``, ``runs.parque
 
 A run the live nemesis refuses (``ringcast.live.plan``) is not run: it is listed in
 ``sweep.json``'s ``skipped`` with the reason, as the simulator's sweep lists the grid
-points it cannot build. Each run's ``summary.json`` and node logs stay under
+points it cannot build; what refuses every run (not root, a tool missing) is a
+``LabError`` in one line. Each run's ``summary.json`` and node logs stay under
 ``_live/<k>/`` (skipped by the lab's readers).
 """
 
@@ -21,10 +22,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from ringcast.lab.errors import LabError
 from ringcast.lab.grid import RunSpec, Sweep
 from ringcast.lab.load import RUNS_FILE, TRACES_DIR
 from ringcast.live.driver import WORK, run_live
-from ringcast.live.tools import LiveError
+from ringcast.live.tools import LiveError, ensure_tools, require_root
 from ringcast.sim.scenario import ScenarioError, parse_scenario
 
 
@@ -55,6 +57,11 @@ def run_live_sweep(
     import pyarrow.parquet as pq
 
     assert sweep.live is not None
+    try:  # what refuses every run refuses the sweep, in one line
+        require_root()
+        ensure_tools(("ip", "nft"))
+    except LiveError as e:
+        raise LabError(f"{sweep.source}: live: {e}") from None
     runs = sample_runs(sweep)
     traces = out / TRACES_DIR
     if traces.exists():
@@ -89,7 +96,7 @@ def run_live_sweep(
         progress(1.0, f"{len(runs)}/{len(runs)} live runs")
     if not done:
         first = skipped[-1] if skipped else "no runs"
-        raise LiveError(f"{sweep.source}: no live run could run ({first})")
+        raise LabError(f"{sweep.source}: no live run could run ({first})")
     table = pa.Table.from_pylist([asdict(r) for r in done]).drop_columns(["scenario_index"])
     pq.write_table(table, out / RUNS_FILE)
     summary = {
