@@ -255,3 +255,46 @@ def test_a_node_that_dies_on_its_own_is_a_finding(tmp_path: Path) -> None:
     assert {"node": "B", "skipped": "pause"}.items() <= summary["findings"][1].items()
     assert summary["nodes"]["B"]["end"] == "died"
     assert _left_behind(tag, out) == []
+
+
+def _await_exit(pids: list[int], timeout: float) -> None:
+    """Until every process of ``pids`` has ended (pidfds: no polling)."""
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            ready, _, _ = select.select([fd], [], [], timeout)
+            assert ready, f"process {pid} still runs after {timeout}s"
+        finally:
+            os.close(fd)
+
+
+def test_a_driver_killed_outright_leaves_no_node_and_the_next_run_removes_its_lab(
+    tmp_path: Path, long_scenario: Path
+) -> None:
+    out = tmp_path / "out"
+    p = _driver(long_scenario, out)
+    tag = "not-started"
+    try:
+        said = _until_started(p)
+        tag = said.split("namespaces rcl*-")[1].split(")")[0]
+        nodes = _processes_naming(str(out / "_live"))
+        assert len(nodes) == 4
+        p.kill()  # SIGKILL: no clean-up of its own
+        p.wait(10)
+        _await_exit(nodes, 20)  # the kernel ends the nodes with their parent
+        assert len(_namespaces_tagged(tag)) == 4  # what only the next run can remove
+        short = tmp_path / "short.toml"
+        short.write_text(
+            'name = "short"\nprotocol = "basic"\nnodes = ["A", "B"]\nduration = "500ms"\n'
+        )
+        run_live(load_scenario(short), 1, out, real_latency=True)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for ns in _namespaces_tagged(tag):  # a failed assertion must not leave them
+            subprocess.run(["ip", "netns", "del", ns], check=False)
+    assert _namespaces_tagged(tag) == []

@@ -66,6 +66,9 @@ ORIGIN_MARGIN_NS = 50_000_000
 WATCH_S = 0.02
 """How often the driver looks for nodes that died while it waits for the next fault."""
 WORK = "_live"
+NAMESPACES = "namespaces"
+"""In ``_live/``: the run's namespaces, for the next run into the directory to remove
+should this driver be killed with ``kill -9`` (the one signal it cannot clean up on)."""
 PR_SET_PDEATHSIG = 1
 
 
@@ -205,8 +208,33 @@ class Driver:
         ensure_tools(("ip", "nft"))
         check_live(self.sc, real_latency=self.real_latency, netem=has_netem())
 
+    def _left_by_a_killed_driver(self) -> None:
+        """Delete the namespaces a driver killed with ``kill -9`` left in this out
+        directory (``_live/namespaces`` lists them); refuse if a process still runs in
+        one (a driver is running into the same directory)."""
+        listed = self.work / NAMESPACES
+        if not listed.exists():
+            return
+        present = set(
+            subprocess.run([IP, "netns", "list"], capture_output=True, text=True).stdout.split()
+        )
+        for ns in listed.read_text().split():
+            if ns not in present:
+                continue
+            pids = subprocess.run(
+                [IP, "netns", "pids", ns], capture_output=True, text=True
+            ).stdout.split()
+            if pids:
+                raise LiveError(
+                    f"{self.out}: a live run is using this directory (namespace {ns} has "
+                    f"processes {', '.join(pids)})"
+                )
+            subprocess.run([IP, "netns", "del", ns], capture_output=True, timeout=10)
+            self.say(f"removed namespace {ns}, left by a driver that was killed")
+
     def run(self) -> LiveRun:
         self.preflight()
+        self._left_by_a_killed_driver()
         if self.work.exists():
             shutil.rmtree(self.work)
         if self.logs.exists():
@@ -221,6 +249,8 @@ class Driver:
             try:
                 with lab(self.sc.all_nodes, subnets, prefix="rcl") as the_lab:
                     self.lab = the_lab
+                    spaces = [the_lab.switch, *the_lab.hosts.values()]
+                    (self.work / NAMESPACES).write_text("\n".join(spaces) + "\n")
                     self.nodes = {n: NodeProc(n, ns) for n, ns in the_lab.hosts.items()}
                     self.nft = nft_loader(list(the_lab.hosts.values()))
                     try:
