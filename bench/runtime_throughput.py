@@ -15,7 +15,7 @@ traces.
         [--seconds 8] [--warmup 2] [--repeat 3] [--set window_size=50]
         [--no-failover] [--failover-only] [--profile DIR] [--netns]
         [--security hmac|aes-gcm|none] [--transport udpu|multicast] [--no-udp-offload]
-        [--sched-rr]
+        [--sched-rr] [--trace off|segments|write-through]
 
 ``--netns`` (root) runs each node in a network namespace of its own on a bridge, as
 ``bench/corosync_cpgbench.sh`` runs corosync, instead of on loopback.
@@ -26,6 +26,10 @@ to an IP multicast group instead of once to each peer (the default ``udpu``).
 datagram instead of one segmented ``sendmsg`` a run (``docs/runtime.md``).
 ``--sched-rr`` runs the nodes with realtime scheduling (``ringcast node --sched-rr``), as
 corosync runs by default.
+``--trace`` records the nodes' traces while they run (default ``off``): ``segments``,
+the runtime's default (Parquet segments written by a background thread), or
+``write-through``, what live runs use (each event's rows written before its datagrams,
+``trace_write_through = true``): the overhead of recording, at saturation.
 ``--set key=value`` passes a protocol setting (as in a cluster file's ``[settings]``).
 ``--profile DIR`` runs every node under cProfile and writes ``DIR/<run>-<node>.pstats``
 and a text summary of the busiest functions of the first node, ``DIR/<run>.txt``.
@@ -220,6 +224,7 @@ def throughput(
     transport: str = "udpu",
     udp_offload: bool = True,
     sched_rr: bool = False,
+    trace: str = "off",
 ) -> dict[str, Any]:
     run = f"{protocol}-{nodes}x{size}"
     ids = node_ids(nodes)
@@ -231,10 +236,16 @@ def throughput(
             Path(d),
             nodes=nodes,
             protocol=protocol,
-            trace=False,
+            trace=trace != "off",
             settings=settings or None,
             security=security,
         )
+        if trace == "write-through":
+            path.write_text(
+                path.read_text().replace(
+                    "[cluster]\n", "[cluster]\ntrace_write_through = true\n", 1
+                )
+            )
         if not udp_offload:
             path.write_text(
                 path.read_text().replace("[cluster]\n", "[cluster]\nudp_offload = false\n", 1)
@@ -316,6 +327,8 @@ def throughput(
         result["udp_offload"] = False
     if sched_rr:
         result["sched_rr"] = True
+    if trace != "off":
+        result["trace"] = trace
     if netns:
         result["netns"] = True
     return result
@@ -409,6 +422,7 @@ def main() -> None:
     ap.add_argument("--transport", default="udpu", choices=["udpu", "multicast"])
     ap.add_argument("--no-udp-offload", action="store_true", help="udp_offload = false")
     ap.add_argument("--sched-rr", action="store_true", help="ringcast node --sched-rr")
+    ap.add_argument("--trace", default="off", choices=["off", "segments", "write-through"])
     args = ap.parse_args()
     protocols = args.protocol or ["totem", "raincore"]
     settings = dict(args.set)
@@ -433,6 +447,7 @@ def main() -> None:
                             args.transport,
                             not args.no_udp_offload,
                             args.sched_rr,
+                            args.trace,
                         )
                         runs.append(r)
                         print(json.dumps(r), flush=True)

@@ -1,11 +1,9 @@
 """Network-namespace labs and ``ringcast node`` processes for the real-network tests and
 benches (not a test module).
 
-A lab is one "switch" namespace holding one bridge a network (``br<net>``) and one
-namespace a host with a veth pair into each bridge: the host's end is ``eth<net>``
-(address ``<subnet>.<k>``, host k counted from 1), the switch's end is the bridge port
-``p<k>n<net>``. Nothing is added to the machine's own network namespace, and every
-namespace made is deleted when the lab's ``with`` block ends.
+The labs themselves (one namespace a host on one bridge a network) are the product's,
+:mod:`ringcast.live.netns`, re-exported here; this module adds the tests' cluster files,
+node processes and waits.
 
 Nothing here calls pytest at run time: a lab that cannot be built raises
 ``NetnsUnavailable`` and a failed wait raises ``AssertionError``; the fixtures
@@ -15,7 +13,6 @@ mark for test modules that need namespaces.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -23,122 +20,49 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ringcast.live.netns import (
+    IP,
+    NFT,
+    Lab,
+    NetnsUnavailable,
+    ip,
+    lab,
+    ringcast_in,
+)
 from ringcast.runtime.cluster import spawn_node, write_cluster
 from ringcast.runtime.config import load_config, render_config
 
 if TYPE_CHECKING:
     from .conftest import LogWatch
 
-IP = shutil.which("ip") or "ip"
-NFT = shutil.which("nft") or "nft"
+__all__ = [
+    "IP",
+    "NFT",
+    "Lab",
+    "NetnsUnavailable",
+    "Nodes",
+    "await_views",
+    "full_view",
+    "ip",
+    "lab",
+    "lab_cluster",
+    "requires_netns",
+    "ringcast_in",
+    "status",
+    "status_until",
+]
 
 requires_netns = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("ip") is None,
     reason="needs root and iproute2 (`ip`) to create network namespaces",
 )
-
-
-class NetnsUnavailable(RuntimeError):
-    """This machine will not let us build the lab (or its nftables rule)."""
-
-
-def ip(*args: str) -> None:
-    """Run ``ip`` with ``args``; raise on failure."""
-    subprocess.run([IP, *args], check=True, capture_output=True, timeout=10)
-
-
-def ringcast_in(ns: str) -> list[str]:
-    """The ``ringcast`` command inside namespace ``ns``."""
-    return [IP, "netns", "exec", ns, sys.executable, "-m", "ringcast.cli.main"]
-
-
-@dataclass(frozen=True)
-class Lab:
-    """A built lab: the switch namespace and ``{node: netns}`` of the hosts."""
-
-    switch: str
-    hosts: dict[str, str]
-    subnets: tuple[str, ...]
-
-    def address(self, node: str, network: int = 0) -> str:
-        """The node's address on ``network``."""
-        return f"{self.subnets[network]}.{list(self.hosts).index(node) + 1}"
-
-    def link(self, node: str, network: int, state: str) -> None:
-        """``ip link set eth<network> up|down`` in the node's namespace."""
-        ip("-n", self.hosts[node], "link", "set", f"eth{network}", state)
-
-    def lossy(self, network: int, percent: int | None) -> None:
-        """Drop ``percent``% of the IPv4 frames entering bridge ``network``; None: stop.
-        (An nftables rule in the switch namespace: this kernel has no netem qdisc.)"""
-        if percent is None:
-            cmd = [IP, "netns", "exec", self.switch, NFT, "delete", "table", "bridge", "rcloss"]
-            subprocess.run(cmd, check=True, capture_output=True, timeout=10)
-            return
-        ports = ", ".join(f'"p{k}n{network}"' for k in range(1, len(self.hosts) + 1))
-        rules = (
-            "table bridge rcloss {\n chain lossy {\n"
-            "  type filter hook forward priority 0; policy accept;\n"
-            f"  iifname {{ {ports} }} ether type ip numgen random mod 100 < {percent} drop\n"
-            " }\n}\n"
-        )
-        try:
-            subprocess.run(
-                [IP, "netns", "exec", self.switch, NFT, "-f", "-"],
-                input=rules.encode(),
-                check=True,
-                capture_output=True,
-                timeout=10,
-            )
-        except (OSError, subprocess.CalledProcessError) as e:
-            why = e.stderr.decode().strip() if isinstance(e, subprocess.CalledProcessError) else e
-            raise NetnsUnavailable(f"cannot add an nftables drop rule here: {why}") from e
-
-
-@contextlib.contextmanager
-def lab(nodes: Sequence[str], subnets: Sequence[str], prefix: str = "rc") -> Iterator[Lab]:
-    """Build a lab of ``nodes`` on one bridge a subnet (``"10.1.2"`` for 10.1.2.0/24);
-    delete its namespaces at the end. ``prefix`` starts the namespaces' names."""
-    tag = uuid.uuid4().hex[:6]
-    sw = f"{prefix}sw-{tag}"
-    hosts = {n: f"{prefix}{n}-{tag}" for n in nodes}
-    made: list[str] = []
-    try:
-        try:
-            ip("netns", "add", sw)
-        except subprocess.CalledProcessError as e:
-            raise NetnsUnavailable(
-                f"cannot create network namespaces here: {e.stderr.decode().strip()}"
-            ) from e
-        made.append(sw)
-        for net in range(len(subnets)):
-            ip("-n", sw, "link", "add", f"br{net}", "type", "bridge")
-            ip("-n", sw, "link", "set", f"br{net}", "up")
-        for k, ns in enumerate(hosts.values(), start=1):
-            ip("netns", "add", ns)
-            made.append(ns)
-            ip("-n", ns, "link", "set", "lo", "up")
-            for net, subnet in enumerate(subnets):
-                peer = f"p{k}n{net}"
-                eth = f"eth{net}"
-                ip("-n", ns, "link", "add", eth, "type", "veth", "peer", "name", peer, "netns", sw)
-                ip("-n", sw, "link", "set", peer, "master", f"br{net}")
-                ip("-n", sw, "link", "set", peer, "up")
-                ip("-n", ns, "addr", "add", f"{subnet}.{k}/24", "dev", eth)
-                ip("-n", ns, "link", "set", eth, "up")
-        yield Lab(sw, hosts, tuple(subnets))
-    finally:
-        for ns in reversed(made):
-            subprocess.run([IP, "netns", "del", ns], capture_output=True, timeout=10)
 
 
 def lab_cluster(

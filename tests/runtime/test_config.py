@@ -75,6 +75,12 @@ def test_good_config(tmp_path: Path) -> None:
         ('id = "B"', 'id = "A"', "node[1].id"),
         ('id = "B"', 'id = "has space"', "node[1].id"),
         ("join = true", "join = 3", "node[1].join"),
+        ('key_file = "k.key"', 'key_file = "k.key"\norigin_clock = "tai"', "cluster.origin_clock"),
+        (
+            'key_file = "k.key"',
+            'key_file = "k.key"\ntrace_write_through = "yes"',
+            "cluster.trace_write_through",
+        ),
         ('key_file = "k.key"', 'key_file = "k.key"\ntransport = "multicast"', "network"),
     ],
 )

@@ -62,6 +62,7 @@ def test_defaults_and_durations() -> None:
         (base(workload=[{"order": "random"}]), r"workload\[0\].order: unknown order"),
         (base(workload=[{"kind": "lock"}]), r"offers no lock"),
         (base(workload=[{"count": 3, "duration": "1s"}]), r"count or duration"),
+        (base(workload=[{"rate": -1}]), r"workload\[0\].rate: expected operations per second"),
         (
             base(nemesis=[{"at": "1ms", "action": "explode", "node": "A"}]),
             r"nemesis\[0\].action: unknown action",

@@ -246,3 +246,32 @@ def test_cut_names_unknown_nodes() -> None:
 
     with pytest.raises(ScenarioError, match=r"nemesis\[0\].to.*unknown node 'Z'"):
         run(nemesis=[{"at": "1ms", "action": "cut", "from": ["A"], "to": ["Z"]}])
+
+
+def test_a_saturating_workload_submits_as_fast_as_flow_control_allows() -> None:
+    """``rate = 0``: bursts of SATURATING_BURST a SATURATING_TICK while the protocol does
+    not hold the sender back; Tribes' window (256 frames unacknowledged a peer) does."""
+    from ringcast.sim.world import SATURATING_BURST, SATURATING_TICK
+
+    def submits(**network: Any) -> dict[str, int]:
+        doc = {
+            "protocol": "tribes",
+            "nodes": ["A", "B", "C"],
+            "duration": "300ms",
+            "network": {"latency": "1ms", **network},
+            "workload": [{"nodes": ["A"], "rate": 0, "size": 10, "start": "100ms"}],
+        }
+        res = Simulation(parse_scenario(doc), 3).run()
+        return {n: len(res.events("submit", n)) for n in ("A", "B", "C")}
+
+    ticks = 200 * MS // SATURATING_TICK + 1
+    free = submits()
+    assert free == submits()  # deterministic
+    assert free["B"] == free["C"] == 0
+    assert 20 * ticks < free["A"] <= SATURATING_BURST * ticks
+    # B and C hear nothing from A: A's frames to them stay unacknowledged and its
+    # window holds the workload back (until A gives up on them and forms a view alone)
+    held = submits(
+        links=[{"from": "A", "to": "B", "loss": 1.0}, {"from": "A", "to": "C", "loss": 1.0}]
+    )
+    assert 0 < held["A"] < free["A"] // 10

@@ -16,7 +16,7 @@ from pathlib import Path
 from ringcast.cli.progress import ProgressBar
 
 EXIT_BAD_INPUT = 2
-PLUGINS = ("ringcast.cli.lab", "ringcast.cli.runtime", "ringcast.cli.bench")
+PLUGINS = ("ringcast.cli.lab", "ringcast.cli.runtime", "ringcast.cli.bench", "ringcast.cli.live")
 
 
 class CliError(Exception):

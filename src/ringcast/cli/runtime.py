@@ -39,7 +39,14 @@ def _cmd_node(args: argparse.Namespace) -> int:
         wl = Workload(args.rate, args.size, args.order, args.count, args.duration)
     try:
         run_forever(
-            run_node(cfg, args.id, workload=wl, summary=args.summary, sched_rr=args.sched_rr)
+            run_node(
+                cfg,
+                args.id,
+                workload=wl,
+                summary=args.summary,
+                sched_rr=args.sched_rr,
+                live_dir=args.live_dir,
+            )
         )
     except GroupError as e:
         raise CliError(str(e)) from None
@@ -190,6 +197,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action="store_true",
         help="realtime round-robin scheduling for this process, as corosync's sched_rr "
         "(needs CAP_SYS_NICE; a warning and ordinary scheduling without it)",
+    )
+    s.add_argument(
+        "--live-dir",
+        type=Path,
+        default=None,
+        help="as a node of a `ringcast live` run: wait at the start gate in this "
+        "directory, run the workloads it holds for the node; SIGINT leaves the group, "
+        "SIGTERM ends the run without leaving",
     )
     s.set_defaults(func=_cmd_node)
 

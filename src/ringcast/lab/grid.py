@@ -112,6 +112,40 @@ class Sweep:
     runs: list[RunSpec] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     expect: list[Expectation] = field(default_factory=list)
+    live: LiveSweep | None = None
+    """Set when the sweep asks for live runs (``live = true`` or a ``[live]`` table)."""
+
+
+@dataclass(frozen=True)
+class LiveSweep:
+    """A sweep's ``live`` key: run on real processes (``ringcast.live``), one run after
+    another; ``sample``: only that many of the runs, drawn by the sweep's name (None:
+    all); ``real_latency``: run on the bridges' latency instead of the scenarios'
+    latency model (``ringcast live --real-latency``)."""
+
+    sample: int | None = None
+    real_latency: bool = False
+
+
+def _parse_live(raw: Any, source: str) -> LiveSweep | None:
+    if raw is False or raw is None:
+        return None
+    if raw is True:
+        return LiveSweep()
+    if not isinstance(raw, dict):
+        raise LabError(f"{source}: live: expected true or a table (sample, real_latency)")
+    unknown = sorted(set(raw) - {"sample", "real_latency"})
+    if unknown:
+        raise LabError(f"{source}: live.{unknown[0]}: unknown key (known: real_latency, sample)")
+    sample = raw.get("sample")
+    if sample is not None and (
+        isinstance(sample, bool) or not isinstance(sample, int) or sample < 1
+    ):
+        raise LabError(f"{source}: live.sample: expected a positive number of runs, got {sample!r}")
+    real = raw.get("real_latency", False)
+    if not isinstance(real, bool):
+        raise LabError(f"{source}: live.real_latency: expected true or false, got {real!r}")
+    return LiveSweep(sample, real)
 
 
 def load_sweep(path: str | Path, *, seeds: int | None = None) -> Sweep:
@@ -132,7 +166,7 @@ def parse_sweep(
     data: dict[str, Any], source: str = "<sweep>", *, base: Path = Path(), seeds: int | None = None
 ) -> Sweep:
     """Validate a parsed sweep document and expand its runs."""
-    known = {"name", "scenarios", "protocols", "seeds", "partitions", "grid", "generator"}
+    known = {"name", "scenarios", "protocols", "seeds", "partitions", "grid", "generator", "live"}
     known.add(EXPECT_KEY)
     unknown = sorted(set(data) - known)
     if unknown:
@@ -176,6 +210,7 @@ def parse_sweep(
         str(data.get("name", Path(source).stem)), source, files, grid, seed_list, partitions
     )
     sweep.expect = expect
+    sweep.live = _parse_live(data.get("live"), source)
     _expand(sweep, protocols)
     if generator is not None:
         _generate(sweep, generator, protocols, source)

@@ -171,6 +171,10 @@ def run_sweep(
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    if sweep.live is not None:  # real processes, one run after another, not Spark tasks
+        from ringcast.live.sweep import run_live_sweep
+
+        return run_live_sweep(sweep, out, progress=progress)
     n = len(sweep.runs)
     parts = partitions or sweep.partitions or 4 * default_parallelism(spark)
     parts = max(1, min(parts, n))

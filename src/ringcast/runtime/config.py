@@ -12,7 +12,9 @@ Example::
     state_dir = "state"
     trace_dir = "trace"
     trace_format = "parquet"      # or "jsonl"; trace = false turns tracing off
+    origin_clock = "wall"         # origin_ns on the wall clock, or "monotonic" (CLOCK_MONOTONIC)
     trace_packets = false         # true: a trace row for every packet sent and received
+    trace_write_through = false   # true: each event's rows written before its datagrams
     log_level = "info"
 
     [settings]                    # the protocol's settings, checked by the registry
@@ -46,6 +48,7 @@ from ringcast.runtime.errors import UnknownNode
 TRANSPORTS = ("udpu", "multicast")
 SECURITY_MODES = ("hmac", "aes-gcm", "none")
 TRACE_FORMATS = ("parquet", "jsonl")
+ORIGIN_CLOCKS = ("wall", "monotonic")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 Address = tuple[str, int]
@@ -79,8 +82,15 @@ class ClusterConfig:
     trace_format: str = "parquet"
     trace_rotate_ns: int = 5_000_000_000
     trace_packets: bool = False
+    trace_write_through: bool = False
+    """One JSON Lines file a boot, each event's rows handed to the kernel before the
+    datagrams it sends (:mod:`ringcast.runtime.tracelog`): a ``kill -9`` loses no row."""
     run_id: str = ""
     origin_ns: int = 0
+    origin_clock: str = "wall"
+    """The clock ``origin_ns`` is read on: ``wall`` (nanoseconds since the epoch, for
+    nodes on different machines) or ``monotonic`` (CLOCK_MONOTONIC, one clock for every
+    process of a machine whatever its network namespace: ``ringcast live``)."""
     log_level: str = "info"
     source: str = "<config>"
     extra: Mapping[str, Any] = field(default_factory=dict)
@@ -176,8 +186,10 @@ _CLUSTER_KEYS = {
     "trace_format",
     "trace_rotate",
     "trace_packets",
+    "trace_write_through",
     "run_id",
     "origin_ns",
+    "origin_clock",
     "log_level",
 }
 _NODE_KEYS = {"id", "addresses", "status", "join"}
@@ -210,6 +222,7 @@ def parse_config(raw: Mapping[str, Any], *, base: Path, source: str = "<config>"
     security = _choice(c, "security", w, SECURITY_MODES)
     trace_format = _choice(c, "trace_format", w, TRACE_FORMATS)
     log_level = _choice(c, "log_level", w, LOG_LEVELS)
+    origin_clock = _choice(c, "origin_clock", w, ORIGIN_CLOCKS)
     key_file = base / _str(c, "key_file", w)
     state_dir = base / _str(c, "state_dir", w, "state")
     trace_on = c.get("trace", True)
@@ -228,6 +241,9 @@ def parse_config(raw: Mapping[str, Any], *, base: Path, source: str = "<config>"
     trace_packets = c.get("trace_packets", False)
     if not isinstance(trace_packets, bool):
         raise ConfigError(f"{w}.trace_packets: expected true or false, got {trace_packets!r}")
+    write_through = c.get("trace_write_through", False)
+    if not isinstance(write_through, bool):
+        raise ConfigError(f"{w}.trace_write_through: expected true or false, got {write_through!r}")
     run_id = c.get("run_id", name)
     if not isinstance(run_id, str) or not run_id:
         raise ConfigError(f"{w}.run_id: expected a non-empty string, got {run_id!r}")
@@ -320,8 +336,10 @@ def parse_config(raw: Mapping[str, Any], *, base: Path, source: str = "<config>"
         trace_format=trace_format,
         trace_rotate_ns=rotate,
         trace_packets=trace_packets,
+        trace_write_through=write_through,
         run_id=run_id,
         origin_ns=origin,
+        origin_clock=origin_clock,
         log_level=log_level,
         source=src,
     )
@@ -342,9 +360,11 @@ def render_config(
     trace: bool = True,
     trace_packets: bool = False,
     joining: Collection[str] = (),
+    origin_clock: str | None = None,
+    trace_write_through: bool = False,
 ) -> str:
-    """A cluster file's text (used by ``ringcast cluster up`` and the tests); the nodes in
-    ``joining`` get ``join = true``."""
+    """A cluster file's text (used by ``ringcast cluster up``, ``ringcast live`` and the
+    tests); the nodes in ``joining`` get ``join = true``."""
 
     def q(s: str) -> str:
         return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -371,12 +391,16 @@ def render_config(
         lines.append(f"run_id = {q(run_id)}")
     if origin_ns is not None:
         lines.append(f"origin_ns = {origin_ns}")
+    if origin_clock is not None:
+        lines.append(f"origin_clock = {q(origin_clock)}")
     if not trace:
         lines.append("trace = false")
     if trace_rotate is not None:
         lines.append(f"trace_rotate = {q(trace_rotate)}")
     if trace_packets:
         lines.append("trace_packets = true")
+    if trace_write_through:
+        lines.append("trace_write_through = true")
     lines += ["", "[settings]"]
     lines += [f"{k} = {val(v)}" for k, v in (settings or {}).items()]
     for node_id, addrs, status in nodes:

@@ -126,10 +126,18 @@ class Group:
 
     async def leave(self) -> None:
         """Leave the group gracefully and close the node (idempotent)."""
+        await self._close(graceful=True)
+
+    async def close(self) -> None:
+        """Close the node without leaving the group, as when its process ends: the
+        others learn of it by its silence. Its trace is written out (idempotent)."""
+        await self._close(graceful=False)
+
+    async def _close(self, *, graceful: bool) -> None:
         if self._closed:
             return
         self._closed = True
-        await self.host.stop(graceful=True)
+        await self.host.stop(graceful=graceful)
         self._wakeup.set()
         self._unblocked.set()
         for f in self._lock_waiters:

@@ -15,6 +15,7 @@ import contextlib
 import errno
 import os
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from ringcast.core.codec import DecodeError, EncodeError, cluster_id_of, decode, encode
@@ -93,6 +94,7 @@ class NodeHost:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._transport: UdpTransport | None = None
         self._trace: TraceLog | None = None
+        self._spill: Callable[[], None] | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._warn = RateLimit()
         self._told: set[str] = set()
@@ -192,7 +194,11 @@ class NodeHost:
                     boot=self.boot,
                     rotate_ns=cfg.trace_rotate_ns,
                     protocol=cfg.protocol,
+                    origin_clock=cfg.origin_clock,
+                    write_through=cfg.trace_write_through,
                 )
+                if cfg.trace_write_through:
+                    self._spill = self._trace.spill
                 self.interp.trace = self._trace.sink
         except BaseException:
             self._transport.close()
@@ -467,6 +473,8 @@ class NodeHost:
         try:
             self.interp.apply(effects, self._now() if now is None else now)
         finally:
+            if self._spill is not None:  # the event's rows before its datagrams
+                self._spill()
             if tr is not None:
                 tr.uncork()
         if self._rearm:

@@ -5,6 +5,11 @@ at ``rate`` per second, or as fast as flow control allows when ``rate`` is 0),
 serves its status endpoint, and leaves the group cleanly on SIGTERM or SIGINT. With
 ``summary`` it writes a JSON summary (counters, latency of its own messages from
 submit to local delivery) when it stops.
+
+As a node of a live run (``live_dir``, :mod:`ringcast.runtime.liverun`) it waits at the
+start gate, runs the scenario's workloads for it, leaves the group on SIGINT (the
+scenario's ``leave``) and on SIGTERM stops without leaving, as the simulator's nodes
+stop at the end of a run (its trace written out, the others none the wiser).
 """
 
 from __future__ import annotations
@@ -111,17 +116,43 @@ async def run_node(
     workload: Workload | None = None,
     summary: Path | None = None,
     sched_rr: bool = False,
+    live_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Run ``node_id`` until SIGTERM/SIGINT (or the workload's end with ``summary``);
-    ``sched_rr``: with realtime scheduling (:func:`set_sched_rr`), or a warning why not."""
+    ``sched_rr``: with realtime scheduling (:func:`set_sched_rr`), or a warning why not;
+    ``live_dir``: as a node of a live run (see the module's docstring)."""
+    from ringcast.runtime.liverun import pass_gate, read_plans, run_planned
+
     setup_logging(config.log_level)
     refused = set_sched_rr() if sched_rr else None
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    leave = True
+    if live_dir is None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+    else:
+
+        def end_run() -> None:
+            nonlocal leave
+            leave = False
+            stop.set()
+
+        loop.add_signal_handler(signal.SIGINT, stop.set)
+        loop.add_signal_handler(signal.SIGTERM, end_run)
     lat = LatencyLog()
     tune_gc()
+    plans = []
+    if live_dir is not None:
+        plans = read_plans(live_dir, node_id)
+        gate = asyncio.create_task(pass_gate(config, node_id, live_dir))
+        stopped = asyncio.create_task(stop.wait())
+        await asyncio.wait((gate, stopped), return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if not gate.done():  # the run ended before this node's start
+            gate.cancel()
+            return {"node": node_id, "started": False}
+        config = gate.result()
     # Not waiting for the first view: the status endpoint answers (and "node ready" is
     # logged) as soon as the sockets are open, view or not.
     async with Group.join(config, node_id, wait_view=False) as g:
@@ -141,15 +172,20 @@ async def run_node(
             },
         )
         consumer = asyncio.create_task(_consume(g, lat))
-        gen = asyncio.create_task(_generate(g, workload, stop)) if workload else None
+        gens = [asyncio.create_task(_generate(g, workload, stop))] if workload else []
+        gens += [
+            asyncio.create_task(run_planned(g, p, config.origin_ns, load_payload)) for p in plans
+        ]
         await stop.wait()
-        if gen is not None:
+        for gen in gens:
             gen.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, RuntimeError):
                 await gen
         if status_srv is not None:
             await status_srv.close()
         result = _status(g, lat)
+        if not leave:
+            await g.close()
     consumer.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await consumer

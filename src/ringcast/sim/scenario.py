@@ -318,10 +318,13 @@ def _parse_workload(raw: Any, nodes: tuple[str, ...], where: str) -> Workload:
             t.path("kind"), f"unknown workload kind {kind!r} (use {', '.join(WORKLOAD_KINDS)})"
         )
     rate = t.get("rate", 100.0)
-    if isinstance(rate, bool) or not isinstance(rate, int | float) or rate <= 0:
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or rate < 0:
         raise _err(
-            t.path("rate"), f"expected a positive number of operations per second, got {rate!r}"
+            t.path("rate"),
+            f"expected operations per second (0: as fast as flow control allows), got {rate!r}",
         )
+    if rate == 0 and kind == "lock":
+        raise _err(t.path("rate"), "a lock workload needs a positive rate")
     order = t.get("order", "agreed")
     if order not in ORDERS:
         raise _err(t.path("order"), f"unknown order {order!r} (use {', '.join(ORDERS)})")

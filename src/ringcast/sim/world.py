@@ -65,6 +65,14 @@ class _Link:
     rng: random.Random
 
 
+SATURATING_BURST = 64
+SATURATING_TICK = 1_000_000
+"""A saturating workload (``rate = 0``) submits up to ``SATURATING_BURST`` messages a
+``SATURATING_TICK`` of virtual time, stopping whenever flow control blocks (and going on
+when it unblocks): as fast as flow control allows, with a ceiling of 64,000 messages a
+second a node for a protocol that has none (the simulator has no CPU to run out of)."""
+
+
 @dataclass(slots=True)
 class _WorkloadRun:
     wl: Workload
@@ -427,23 +435,29 @@ class Simulation:
         wl = run.wl
         if node.state is UP:
             if wl.kind == "multicast":
-                if node.interp.blocked:
-                    run.waiting = True
-                    node.waiting.append(run)
-                    return
-                node.counter += 1
-                msg_id = f"{node.node_id}:{node.counter}"
-                payload = (
-                    msg_id.encode().ljust(wl.size, b".")[: max(wl.size, 0)] if wl.size else b""
-                )
-                self._feed(node, node.interp.submit(msg_id, payload, wl.order, now))
-                if run.remaining is not None:
-                    run.remaining -= 1
+                for _ in range(SATURATING_BURST if wl.rate == 0 else 1):
+                    if run.remaining == 0 or node.state is not UP:
+                        break
+                    if node.interp.blocked:
+                        run.waiting = True
+                        node.waiting.append(run)
+                        return
+                    node.counter += 1
+                    msg_id = f"{node.node_id}:{node.counter}"
+                    payload = (
+                        msg_id.encode().ljust(wl.size, b".")[: max(wl.size, 0)] if wl.size else b""
+                    )
+                    self._feed(node, node.interp.submit(msg_id, payload, wl.order, now))
+                    if run.remaining is not None:
+                        run.remaining -= 1
             elif not node.interp.holds_lock and not node.lock_pending:
                 node.lock_pending = True
                 self._feed(node, node.interp.lock_request(now))
                 if run.remaining is not None:
                     run.remaining -= 1
+        if wl.rate == 0:  # saturating: the next burst
+            self.sched.call_at(now + SATURATING_TICK, self._workload_tick, run)
+            return
         interval = 1e9 / wl.rate
         if wl.arrivals == "poisson":
             interval = run.rng.expovariate(1.0 / interval)
