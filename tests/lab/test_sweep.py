@@ -33,7 +33,7 @@ def buggy_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (d / "arrival.toml").write_text(lab_buggy.SCENARIO)
     (d / "sweep.toml").write_text(
         'name = "bug"\nscenarios = ["arrival.toml"]\nseeds = 2\n'
-        '[grid]\nnodes = [3, 4]\n"settings.rto" = ["15ms"]\n"settings.nope" = [1, 2]\n'
+        '[grid]\nnodes = [3, 4]\n"settings.rto" = ["15ms"]\n'
     )
     return d / "sweep.toml"
 
@@ -57,9 +57,9 @@ def swept(spark: Any, buggy_sweep: Path) -> tuple[Path, dict[str, Any]]:
     return out, summary
 
 
-def test_grid_expands_points_and_skips_unknown_settings(buggy_sweep: Path) -> None:
+def test_grid_expands_points_and_refuses_a_setting_no_protocol_has(buggy_sweep: Path) -> None:
     sweep = load_sweep(buggy_sweep)
-    # nodes x rto (settings.nope does not exist for this protocol and is dropped) x seeds
+    # nodes x rto x seeds
     assert len(sweep.runs) == 4
     assert {r.point for r in sweep.runs} == {
         "nodes=3,settings.rto=15ms",
@@ -67,6 +67,10 @@ def test_grid_expands_points_and_skips_unknown_settings(buggy_sweep: Path) -> No
     }
     assert {r.nodes for r in sweep.runs} == {3, 4}
     assert len({r.run for r in sweep.runs}) == 4
+    typo = buggy_sweep.with_name("typo.toml")
+    typo.write_text(buggy_sweep.read_text() + '"settings.nope" = [1, 2]\n')
+    with pytest.raises(LabError, match=r"'settings.nope': 'nope' is a setting of none"):
+        load_sweep(typo)
 
 
 def test_apply_point_nodes_and_faults() -> None:

@@ -242,7 +242,9 @@ def _check_traces(args: argparse.Namespace, paths: list[Path]) -> None:
     numbers, ``--json``'s place, the trace paths (found and schema-checked) and
     where Spark runs."""
     from ringcast.lab.load import trace_inputs
+    from ringcast.lab.masters import check_one_of
 
+    check_one_of(getattr(args, "master", None), getattr(args, "remote", None))
     _check_numbers(args)
     if getattr(args, "json", None) is not None and args.json.is_dir():
         from ringcast.lab.errors import LabError

@@ -103,13 +103,18 @@ def probe_grpc(address: tuple[str, int], url: str, timeout: float) -> None:
         raise LabError(f"{where} does not answer as a Spark Connect (gRPC) server")
 
 
+def check_one_of(master: str | None, remote: str | None) -> None:
+    """A master and a Spark Connect URL both given: the first thing said of the options."""
+    if master and remote:
+        raise LabError(f"--master {master} and --remote {remote}: give one of them")
+
+
 def check_where(
     master: str | None, remote: str | None, *, timeout: float = PROBE_TIMEOUT_S
 ) -> None:
     """Check the master or Spark Connect URL the session will use (the argument or its
     environment variable) before Spark starts: its syntax, then that it listens."""
-    if master and remote:
-        raise LabError(f"--master {master} and --remote {remote}: give one of them")
+    check_one_of(master, remote)
     if remote:
         address = remote_address(remote)
         probe([address], remote, "the Spark Connect server", timeout)
