@@ -163,3 +163,16 @@ def run(
 def fail(message: str) -> int:
     print(f"ringcast: {message}", file=sys.stderr)
     return 2
+
+
+def record(args: argparse.Namespace, protocol: str, cmd: Sequence[str], order: str) -> int:
+    """:func:`run` with a plain :class:`Recording` of delivery ``order`` (a recorder that
+    names its views itself)."""
+    return run(
+        args,
+        protocol,
+        cmd,
+        lambda add, on_view, on_delivered: Recording(
+            add, order, on_view=on_view, on_delivered=on_delivered
+        ),
+    )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 
 from ringcast.references.jgroups import NAME, ReferenceUnavailable, build
-from ringcast.references.recording import Recording, arguments, fail, run
+from ringcast.references.recording import arguments, fail, record
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,14 +28,7 @@ def main(argv: list[str] | None = None) -> int:
         return fail(str(e))
     cmd = [java[0], f"-Djgroups.bind_addr={args.address}", *java[1:]]
     cmd += [args.name, str(args.rate), str(args.size), str(args.seconds)]
-    return run(
-        args,
-        NAME,
-        cmd,
-        lambda add, on_view, on_delivered: Recording(
-            add, "fifo", on_view=on_view, on_delivered=on_delivered
-        ),
-    )
+    return record(args, NAME, cmd, "fifo")
 
 
 if __name__ == "__main__":

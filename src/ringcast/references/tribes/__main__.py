@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from ringcast.references.recording import Recording, arguments, fail, run
+from ringcast.references.recording import arguments, fail, record
 from ringcast.references.tribes import NAME, ReferenceUnavailable, build
 
 
@@ -28,14 +28,7 @@ def main(argv: list[str] | None = None) -> int:
         return fail(str(e))
     cmd = [*java, args.name, args.address, str(args.port), str(args.rate), str(args.size)]
     cmd.append(str(args.seconds))
-    return run(
-        args,
-        NAME,
-        cmd,
-        lambda add, on_view, on_delivered: Recording(
-            add, "fifo", on_view=on_view, on_delivered=on_delivered
-        ),
-    )
+    return record(args, NAME, cmd, "fifo")
 
 
 if __name__ == "__main__":
