@@ -314,7 +314,7 @@ def throughput(
         "peak_rss_mb": round(max(s["max_rss_kb"] for s in summaries) / 1024, 1),
         "views_at_end": len({s["view"]["id"] if s["view"] else None for s in b.values()}),
         # views installed during the measured window, summed over the nodes: 0 means no
-        # false suspicion at this load (issue 30, item 3)
+        # false suspicion at this load
         "view_changes": sum(b[n]["metrics"]["views"] - a[n]["metrics"]["views"] for n in ids),
     }
     if settings:

@@ -1,4 +1,4 @@
-"""Tribes, GMS and basic under the shared hostile generator (issue 24): safety and settling.
+"""Tribes, GMS and basic under the shared hostile generator: safety and settling.
 
 Each seed is one run of ``ringcast.sim.hostile`` (3-8 nodes, 5-30% loss, duplication,
 reordering, asymmetric links, 2-7 overlapping crashes, restarts, pauses, two- and

@@ -1,4 +1,4 @@
-"""Shared pieces of the machines' fuzz test and benchmark (issue 24).
+"""Shared pieces of the machines' fuzz test and benchmark.
 
 - :func:`message_strategy`: hypothesis-generated messages of any registered wire type,
   with field values built from the dataclass annotations: huge and negative integers,

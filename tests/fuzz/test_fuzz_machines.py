@@ -1,4 +1,4 @@
-"""Fuzz every registered protocol's machine (issue 24): a node never crashes on a packet.
+"""Fuzz every registered protocol's machine: a node never crashes on a packet.
 
 For each protocol of ``registry.installed_names()`` (so a new family is covered the day it
 registers):

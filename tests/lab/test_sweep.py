@@ -193,7 +193,7 @@ def test_totem_never_answering_rtr_is_caught_by_delivery_progress(
     spark: Any, no_rtr_swept: Path
 ) -> None:
     """A Totem that never answers a retransmission request stalls: its members keep one
-    ring (fail sets scoped to a membership round, issue 24, no longer make them exclude
+    ring (fail sets scoped to a membership round no longer make them exclude
     each other) and deliver almost nothing. No safety property may blame it; the
     liveness property delivery_progress does, in every run of it and none of Totem's,
     and the metrics show the same stall."""

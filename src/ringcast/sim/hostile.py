@@ -72,7 +72,7 @@ class Harshness:
 
 
 HOSTILE = Harshness()
-"""The harshness of issue 24: everything at once."""
+"""The harshest setting: everything at once."""
 
 KINDS = ("crash", "restart", "pause", "partition2", "partition3", "flap")
 

@@ -35,7 +35,7 @@ def hostile_run(seed: int, **kw: Any) -> HostileRun:
 
 
 def mild(run: HostileRun) -> bool:
-    """Loss of at most 20% and no asymmetric link: where issue 24 requires convergence."""
+    """Loss of at most 20% and no asymmetric link: where the hostile soak requires convergence."""
     return run.scenario.network.loss <= 0.2 and not run.scenario.network.links
 
 

@@ -1,7 +1,7 @@
 """Raincore against the shared hostile generator (``ringcast.sim.hostile``): a small
 deterministic sample of the soak of ``bench/raincore_hostile.py`` (thousands of seeds),
 with its safety checks: view agreement, total order, mutual exclusion with fencing,
-no invariant row; and liveness where issue 24 requires it (at most 20% loss, no
+no invariant row; and liveness where the soak requires it (at most 20% loss, no
 asymmetric link): settled within the bound after the last fault, and every later
 unsettled period within it too."""
 

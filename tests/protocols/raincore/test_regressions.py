@@ -1,4 +1,4 @@
-"""The smallest failing runs of issue 24, bundled as ``scenarios/raincore/regress_*.toml``
+"""The smallest failing runs of the hostile soak, bundled as ``scenarios/raincore/regress_*.toml``
 and run with their own seed: each failed on the code before the fix (the property
 listed with it), and keeps every safety property now. A liveness regression
 ("convergence") failed to settle after its last fault; it must now settle within the

@@ -1,4 +1,4 @@
-"""A hostile scenario generator for Totem (issue 24): sustained loss, duplication and
+"""A hostile scenario generator for Totem: sustained loss, duplication and
 reordering under many overlapping faults.
 
 Each seed draws 3-8 nodes; loss 5-30 %, duplication up to 10 %, reordering up to 30 %;

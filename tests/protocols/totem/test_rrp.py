@@ -1,6 +1,6 @@
 """Totem's redundant ring in the simulator: the rrp_* scenarios of the fault catalogue in
 every replication style, and corosync 2's reported redundant-ring failures as runs that
-ringcast passes (issue 27)."""
+ringcast passes."""
 
 from __future__ import annotations
 

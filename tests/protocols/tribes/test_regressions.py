@@ -1,4 +1,4 @@
-"""Regressions found by the hostile soak of issue 24, each a bundled scenario."""
+"""Regressions found by the hostile soak, each a bundled scenario."""
 
 from __future__ import annotations
 

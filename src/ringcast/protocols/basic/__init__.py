@@ -22,12 +22,12 @@ counts) or a restarted sender (a new epoch; acks of the old one are ignored) nev
 leaves a stale count behind. A receiver takes each message's seq as it comes (one boot's
 messages arrive in order), so a corrupted one far above the rest does not stop its acks.
 
-A message for an earlier boot (session 39; found by the hostile generator once basic
+A message for an earlier boot (found by the hostile generator once basic
 declared its failure-detection timeout, seed 168). The reliable layer used to hand a
 restarted receiver every frame its sender still retransmitted, so a message the old boot
 delivered, whose ack was lost before the crash, was delivered again by the new boot: the
-lab's integrity check (each message at most once at a node) failed. Session 39 mended it
-in basic (each message named its destination's boot); session 40 moved the mend to the
+lab's integrity check (each message at most once at a node) failed. It was first mended
+in basic (each message named its destination's boot), then the mend moved to the
 reliable layer, where every protocol on it gets it (docs/protocols/raincore.md, decision
 34): a frame meant for an earlier incarnation of its receiver is refused there and
 reported to the sender with ``SendFailed``, which settles the in-flight count. basic's
@@ -38,7 +38,7 @@ sent to the new boot after the layer knew of it, which the old boot never had.
 The failure-detection timeout the lab's hostile generator scales its faults by is
 ``heartbeat_interval`` x ``heartbeat_misses`` (200 ms by default), as GMS's.
 
-Failure detection in a large group (session 40; found by ``sweeps/scale.toml``).
+Failure detection in a large group (found by ``sweeps/scale.toml``).
 basic's membership is each node's own detector, which watches every other node: a group
 of n watches n x (n - 1) links, and at independent loss p each falsely suspects its peer
 about (1 - p) x p^4 times a heartbeat period, each time a view change at that node and

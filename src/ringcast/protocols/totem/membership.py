@@ -7,7 +7,7 @@ broadcast. Consensus is reached when every node of ``my_proc_set - my_fail_set``
 with exactly this node's sets; the representative (the smallest id) then builds the commit
 token, whose ring_id.seq is the largest ring seq known plus 4 (seed 001).
 
-Fail sets are scoped to a membership round (issue 24, "fail-set camps" in
+Fail sets are scoped to a membership round ("fail-set camps" in
 docs/protocols/totem.md). A round is named by the largest ring seq its members know
 (``Join.ring_seq``): every commit token, accepted or not, raises it by 4, so a node that
 sees a larger one knows some nodes have moved past its round. A join's fail_set, the
