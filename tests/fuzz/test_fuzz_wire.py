@@ -146,7 +146,9 @@ def _leaf_message() -> Any:
 def _leaves(messages: st.SearchStrategy[Any]) -> st.SearchStrategy[Callable[[bytes], bytes]]:
     """What the innermost carrier holds, as a function of the whole frame so far (for the
     recursive kind): a valid message, an unknown type, garbage, nothing, or a frame."""
-    valid = messages.map(lambda m: lambda _f, m=m: _U16.pack(codec.type_id_of(type(m))) + _enc(m))
+    valid = messages.map(
+        lambda m: lambda _f, m=m: _U16.pack(codec.type_id_of(type(m))) + codec.encode_body(m)
+    )
     return st.one_of(
         valid,
         st.just(lambda _f: _U16.pack(0xFFFF)),
@@ -155,10 +157,6 @@ def _leaves(messages: st.SearchStrategy[Any]) -> st.SearchStrategy[Callable[[byt
         st.just(lambda f: f),  # a frame where a message should be: itself
         st.just(lambda f: _U16.pack(0x0501) + f),
     )
-
-
-def _enc(m: Any) -> bytes:
-    return codec.encode_body(m)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,11 +10,12 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
 from lab_traces import _row, renumber, to_table
 
-from ringcast.lab.checks import run_checks
+from ringcast.lab.checks import run_checks, total_order
 from ringcast.lab.checks.runner import HOLDS, VIOLATED
-from ringcast.lab.checks.total_order import acyclic_scopes
+from ringcast.lab.checks.total_order import acyclic_scopes, pairwise
 
 MEMBERS = [f"n{k:03d}" for k in range(100)]
 MESSAGES = 200
@@ -23,7 +24,7 @@ MS = 1_000_000
 
 def crashing_run(run: str, seed: int = 3) -> list[dict[str, Any]]:
     """One order of MESSAGES multicasts; member k delivers a window of it (joins late,
-    crashes early: nobody delivers them all)."""
+    crashes early) less one message (lost): nobody delivers them all."""
     rng = random.Random(seed)
     rows = []
     for m in range(MESSAGES):
@@ -33,6 +34,8 @@ def crashing_run(run: str, seed: int = 3) -> list[dict[str, Any]]:
         lo = k % 7
         hi = MESSAGES - 1 - (k % 11)
         for m in range(lo, hi):
+            if m == 50 + k:  # and each misses one message of its own: none has them all
+                continue
             sender = rows[m]["node"]
             rows.append(
                 _row(
@@ -73,6 +76,25 @@ def test_a_correct_run_without_a_complete_node_forms_no_pair(spark: Any) -> None
     swapped = _swap(crashing_run("bad"), "n042", 10, 20)
     scopes = acyclic_scopes(_first(spark, swapped)).collect()
     assert [(r["run"], r["acyclic"]) for r in scopes] == [("bad", False)]
+
+
+def test_the_exact_check_forms_pairs_only_for_a_run_whose_order_has_a_cycle(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deliveries handed to the pair stage: none of the correct run's."""
+    handed: list[Any] = []
+
+    def recording(first: Any) -> Any:
+        handed.append(first)
+        return pairwise(first)
+
+    monkeypatch.setattr(total_order, "pairwise", recording)
+    rows = crashing_run("ok") + _swap(crashing_run("bad"), "n042", 10, 20)
+    run_checks(_frame(spark, rows), overrides={"raincore": ["total_order"]}, certify=False)
+    (first,) = handed
+    by_run = {r["run"]: r["count"] for r in first.groupBy("run").count().collect()}
+    assert "ok" not in by_run
+    assert by_run["bad"] > 0
 
 
 def test_the_exact_check_holds_and_finds_a_swap_among_100_crashing_members(spark: Any) -> None:

@@ -201,7 +201,6 @@ async def _flood(
     read over and over: the latency of each read (s) and what was sent."""
     if args.flood_seconds <= 0:
         return {"sent": 0, "latencies": []}
-    loop = asyncio.get_running_loop()
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setblocking(False)
     kinds = [
@@ -238,7 +237,6 @@ async def _flood(
     stop = True
     await task
     sock.close()
-    await loop.run_in_executor(None, time.sleep, 0)
     return {"sent": sent, "seconds": time.monotonic() - start, "latencies": latencies}
 
 

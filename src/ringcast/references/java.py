@@ -10,31 +10,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-
-class ReferenceUnavailable(RuntimeError):
-    """A reference's packages, a JDK or a C compiler are missing and cannot be installed."""
-
-
-def cache_dir() -> Path:
-    """Where recorders are built: ``$XDG_CACHE_HOME/ringcast`` or ``~/.cache/ringcast``."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ringcast"
-
-
-def apt_install(packages: Sequence[str], what: str) -> None:
-    """``apt-get install`` ``packages`` as root, or say which to install."""
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        raise ReferenceUnavailable(f"{what} needs: apt-get install {' '.join(packages)}")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for cmd in (
-        ["apt-get", "update", "-qq"],
-        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages],
-    ):
-        done = subprocess.run(cmd, capture_output=True, env=env, timeout=900)
-        if done.returncode != 0:
-            raise ReferenceUnavailable(
-                f"could not install {what}: {' '.join(cmd)}: "
-                + done.stderr.decode(errors="replace").strip()[-300:]
-            )
+from ringcast.references.install import ReferenceUnavailable, apt_install, cache_dir
 
 
 def build(source: Path, main: str, jars: Sequence[str], package: str, what: str) -> list[str]:

@@ -102,21 +102,7 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
     # delivered a message
     incomplete = first.filter(~F.col("complete"))
     cyclic = acyclic_scopes(incomplete).filter(~F.col("acyclic")).select("run", "scope")
-    per_msg = (
-        incomplete.join(cyclic, ["run", "scope"])
-        .groupBy("run", "protocol", "scope", "msg")
-        .agg(F.collect_list(F.struct("node", "i", "t")).alias("ds"))
-        .filter(F.size("ds") > 1)
-    )
-    pairs = F.expr(
-        "flatten(transform(ds, a -> transform(filter(ds, b -> b.node > a.node),"
-        " b -> named_struct('p', a.node, 'pi', a.i, 'pt', a.t,"
-        " 'q', b.node, 'qi', b.i, 'qt', b.t))))"
-    )
-    rows = per_msg.select("run", "protocol", "scope", "msg", F.explode(pairs).alias("x")).select(
-        "run", "protocol", "scope", "msg", "x.*"
-    )
-    rows = against.unionByName(rows)
+    rows = against.unionByName(pairwise(incomplete.join(cyclic, ["run", "scope"])))
     w = Window.partitionBy("run", "scope", "p", "q").orderBy("pi")
     seq = rows.withColumns({f"prev_{c}": F.lag(c).over(w) for c in ("qi", "msg", "pt", "qt")})
     bad = seq.filter(F.col("qi") < F.col("prev_qi"))
@@ -145,6 +131,27 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
             note,
         )
     )
+
+
+def pairwise(first: DataFrame) -> DataFrame:
+    """Every pair of nodes that delivered a message of ``first`` (each node's first
+    delivery of it): one row a pair and message, the two nodes' indexes and times."""
+    from pyspark.sql import functions as F
+
+    per_msg = (
+        first.groupBy("run", "protocol", "scope", "msg")
+        .agg(F.collect_list(F.struct("node", "i", "t")).alias("ds"))
+        .filter(F.size("ds") > 1)
+    )
+    pairs = F.expr(
+        "flatten(transform(ds, a -> transform(filter(ds, b -> b.node > a.node),"
+        " b -> named_struct('p', a.node, 'pi', a.i, 'pt', a.t,"
+        " 'q', b.node, 'qi', b.i, 'qt', b.t))))"
+    )
+    rows = per_msg.select("run", "protocol", "scope", "msg", F.explode(pairs).alias("x")).select(
+        "run", "protocol", "scope", "msg", "x.*"
+    )
+    return rows
 
 
 def acyclic_scopes(first: DataFrame) -> DataFrame:

@@ -41,8 +41,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ringcast.protocols.registry import ProtocolSpec
-from ringcast.references.java import ReferenceUnavailable, apt_install, cache_dir
+from ringcast.references.install import (
+    ReferenceUnavailable,
+    apt_install,
+    cache_dir,
+    reference_spec,
+)
 from ringcast.references.recording import Recording
 
 __all__ = ["NAME", "SPEC", "CpgRecording", "ReferenceUnavailable", "build", "corosync_conf"]
@@ -51,18 +55,10 @@ NAME = "corosync"
 SOURCE = Path(__file__).with_name("cpg_recorder.c")
 
 
-def _not_simulated(ctx: Any) -> Any:
-    raise ReferenceUnavailable(
-        "corosync is a reference system: it runs on real processes only "
-        "(ringcast.references.corosync.record)"
-    )
-
-
-SPEC = ProtocolSpec(
-    name=NAME,
-    factory=_not_simulated,
-    doc="corosync's closed process groups (CPG), recorded by ringcast's CPG client",
-    claims=frozenset({"total_order", "integrity", "fifo", "virtual_synchrony"}),
+SPEC = reference_spec(
+    NAME,
+    "corosync's closed process groups (CPG), recorded by ringcast's CPG client",
+    {"total_order", "integrity", "fifo", "virtual_synchrony"},
     order_scope="view",
     total_orders=("agreed",),
     converge_on="members",

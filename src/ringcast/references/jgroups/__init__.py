@@ -18,11 +18,9 @@ cache. Its views are named as JGroups names them, by the view id's creator and n
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from ringcast.protocols.registry import ProtocolSpec
 from ringcast.references import java
-from ringcast.references.java import ReferenceUnavailable
+from ringcast.references.install import ReferenceUnavailable, reference_spec
 
 __all__ = ["JARS", "NAME", "SPEC", "ReferenceUnavailable", "build"]
 
@@ -31,18 +29,10 @@ SOURCE = Path(__file__).with_name("JGroupsRecorder.java")
 JARS = ("/usr/share/java/jgroups.jar",)
 
 
-def _not_simulated(ctx: Any) -> Any:
-    raise ReferenceUnavailable(
-        "jgroups is a reference system: it runs on real processes only "
-        "(python -m ringcast.references.jgroups)"
-    )
-
-
-SPEC = ProtocolSpec(
-    name=NAME,
-    factory=_not_simulated,
-    doc="JGroups 2.12 on its default UDP stack, recorded by ringcast's JGroups member",
-    claims=frozenset({"view_agreement", "leader_agreement", "integrity", "fifo"}),
+SPEC = reference_spec(
+    NAME,
+    "JGroups 2.12 on its default UDP stack, recorded by ringcast's JGroups member",
+    {"view_agreement", "leader_agreement", "integrity", "fifo"},
     total_orders=(),
     converge_on="members",
 )

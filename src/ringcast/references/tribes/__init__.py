@@ -25,11 +25,9 @@ row beside each view.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from ringcast.protocols.registry import ProtocolSpec
 from ringcast.references import java
-from ringcast.references.java import ReferenceUnavailable
+from ringcast.references.install import ReferenceUnavailable, reference_spec
 
 __all__ = ["JARS", "NAME", "SPEC", "ReferenceUnavailable", "build"]
 
@@ -38,18 +36,10 @@ SOURCE = Path(__file__).with_name("TribesRecorder.java")
 JARS = ("/usr/share/java/tomcat10-tribes.jar", "/usr/share/java/tomcat10-juli.jar")
 
 
-def _not_simulated(ctx: Any) -> Any:
-    raise ReferenceUnavailable(
-        "tomcat-tribes is a reference system: it runs on real processes only "
-        "(python -m ringcast.references.tribes)"
-    )
-
-
-SPEC = ProtocolSpec(
-    name=NAME,
-    factory=_not_simulated,
-    doc="Apache Tomcat Tribes' NonBlockingCoordinator, recorded by ringcast's Tribes member",
-    claims=frozenset({"leader_agreement", "view_agreement", "integrity"}),
+SPEC = reference_spec(
+    NAME,
+    "Apache Tomcat Tribes' NonBlockingCoordinator, recorded by ringcast's Tribes member",
+    {"leader_agreement", "view_agreement", "integrity"},
     converge_on="members",
 )
 """What the lab holds Tribes' traces to (looked up by ``protocol = "tomcat-tribes"``)."""
