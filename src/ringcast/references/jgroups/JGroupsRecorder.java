@@ -13,7 +13,12 @@
  *   {"k":"deliver","t":T,"msg":"n2:3","size":100}
  *   {"k":"end","t":T,"why":"..."}
  *
- *   JGroupsRecorder NAME RATE SIZE SECONDS
+ *   JGroupsRecorder NAME RATE SIZE SECONDS [FROM_NS [FIRST]]
+ *
+ * It sends from the System.nanoTime() instant FROM_NS (at once if 0 or past) for
+ * SECONDS, and stays in the group after that until stopped (SIGTERM or SIGINT). Its
+ * messages are numbered from FIRST (1 by default; a restarted member starts past its
+ * last life's).
  */
 import java.nio.charset.StandardCharsets;
 import java.util.Vector;
@@ -36,11 +41,14 @@ public class JGroupsRecorder {
         return n != null ? n : String.valueOf(a);
     }
 
+    static final long CLOSE_MS = 5000;
+
     public static void main(String[] args) throws Exception {
         String me = args[0];
         double rate = Double.parseDouble(args[1]);
         int size = Math.max(64, Integer.parseInt(args[2]));
         double seconds = Double.parseDouble(args[3]);
+        long from = args.length > 4 ? Long.parseLong(args[4]) : 0;
 
         channel = new JChannel();  // JGroups' default stack (udp.xml)
         channel.setName(me);
@@ -66,20 +74,29 @@ public class JGroupsRecorder {
         });
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             out("{\"k\":\"end\",\"t\":" + System.nanoTime() + ",\"why\":\"stopped\"}");
-            channel.close();
+            // leave the group, but not for longer than CLOSE_MS (a close during a view
+            // change can wait on it for long): the member is stopping either way
+            Thread closer = new Thread(channel::close);
+            closer.setDaemon(true);
+            closer.start();
+            try {
+                closer.join(CLOSE_MS);
+            } catch (InterruptedException e) {
+                // stopping anyway
+            }
         }));
         channel.connect("ringcast");
 
         StringBuilder pad = new StringBuilder();
         while (pad.length() < size) pad.append('.');
-        long start = System.nanoTime();
+        long start = Math.max(System.nanoTime(), from);
         long end = start + (long) (seconds * 1e9);
         long period = rate > 0 ? (long) (1e9 / rate) : 0;
         long next = start;
-        long counter = 0;
-        while (System.nanoTime() < end) {
+        long counter = args.length > 5 ? Long.parseLong(args[5]) - 1 : 0;
+        while (true) {  // the workload, then a member until stopped (its shutdown hook)
             long now = System.nanoTime();
-            if (now >= next) {
+            if (now >= next && now < end) {
                 counter++;
                 String id = me + ":" + counter;
                 String body = id + " " + pad.substring(0, Math.max(0, size - id.length() - 1));
@@ -92,9 +109,8 @@ public class JGroupsRecorder {
                 }
                 next = period > 0 ? Math.max(next + period, now - period) : now;
             }
-            long wait = Math.min(10_000_000L, Math.max(0, next - System.nanoTime()));
+            long wait = Math.min(10_000_000L, Math.max(0, (now >= end ? now + 10_000_000L : next) - System.nanoTime()));
             Thread.sleep(wait / 1_000_000L, (int) (wait % 1_000_000L));
         }
-        System.exit(0);
     }
 }
