@@ -1,0 +1,217 @@
+"""Each family beside its reference system: the same scenario, seed and settling time
+run live by ringcast's nodes and by the reference's (``ringcast live --system``), both
+checked by the lab, both measured the same way from their traces.
+
+Pairs: Totem and corosync, Tribes and Tomcat Tribes, GMS and JGroups. For each
+scenario, one line of JSON a system:
+
+- ``claims``: each property the system claims, ``holds`` or ``violated``;
+- ``detect_ms``: for each crash, from the kill to when every live member had installed a
+  view without the dead one;
+- ``one_view_ms``: for each heal (and each crash), from the fault to when every live
+  member was in a view of exactly the live members, for good (none after that point
+  differs);
+- ``lost``: messages submitted that no member delivered, of those submitted;
+- ``deliveries_per_s``: deliveries a second at each member, from the scenario's start to
+  its end (at saturation: the throughput).
+
+Both sides run with their defaults but for what the scenario sets (a Totem scenario's
+timeouts are given to corosync too). The scenarios are the families' fault catalogues,
+plus a saturating one per pair (three members sending 1 KB messages as fast as flow
+control lets for 4 s).
+
+    sudo python bench/references_side_by_side.py [--settle 6] [--seed 1] \\
+        [--only totem|tribes|gms] [--scenario FILE ...]
+
+Needs root, iproute2, nftables, Java (the lab's Spark and the Java references) and the
+references' Debian packages (installed at first use).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from ringcast.lab.pipeline import check_paths
+from ringcast.lab.properties import claims
+from ringcast.lab.session import spark_session
+from ringcast.live.driver import run_live
+from ringcast.live.settle import settled
+from ringcast.live.tools import LiveError
+from ringcast.sim import load_scenario
+from ringcast.sim.scenario import Scenario, parse_scenario
+from ringcast.trace import read_trace
+
+ROOT = Path(__file__).resolve().parents[1]
+PAIRS = {"totem": "corosync", "tribes": "tomcat-tribes", "gms": "jgroups"}
+CATALOGUE = {
+    "totem": ["crash", "partition_merge", "restart"],
+    "tribes": ["crash", "partition_heal", "restart", "two_fail_at_once"],
+    "gms": ["crash_restart", "partition_merge"],
+}
+
+
+def saturation(family: str) -> Scenario:
+    order = "agreed" if family == "totem" else "fifo"
+    return parse_scenario(
+        {
+            "name": f"{family}_saturation_live",
+            "protocol": family,
+            "nodes": ["A", "B", "C"],
+            "duration": "4s",
+            "network": {"latency": {"dist": "constant", "value": "200us"}},
+            "workload": [
+                {"nodes": "all", "rate": 0, "size": 1000, "order": order, "duration": "4s"}
+            ],
+        },
+        f"<{family} saturation>",
+    )
+
+
+def _views(rows: list[dict[str, Any]]) -> dict[str, list[tuple[int, frozenset[str]]]]:
+    out: dict[str, list[tuple[int, frozenset[str]]]] = {}
+    for r in rows:
+        if r["kind"] == "view" and not r.get("transitional"):
+            out.setdefault(r["node"], []).append((r["t"], frozenset(r["members"] or [])))
+    return out
+
+
+def _alive(rows: list[dict[str, Any]], t: int) -> set[str]:
+    """The members up at ``t`` (booted, and not crashed, left or paused since)."""
+    state: dict[str, bool] = {}
+    for r in sorted(rows, key=lambda r: r["t"]):
+        if r["t"] > t:
+            break
+        if r["kind"] in ("view", "deliver", "submit"):
+            state.setdefault(r["node"], True)
+        if r["kind"] == "fault":
+            action = json.loads(r["detail"] or "{}").get("action")
+            if action in ("crash", "leave", "pause"):
+                state[r["node"]] = False
+            elif action in ("restart", "resume", "join"):
+                state[r["node"]] = True
+    return {n for n, up in state.items() if up}
+
+
+def _member_set_at(views: list[tuple[int, frozenset[str]]], t: int) -> frozenset[str] | None:
+    current = None
+    for vt, members in views:
+        if vt > t:
+            break
+        current = members
+    return current
+
+
+def measure(trace: Path, sc: Scenario) -> dict[str, Any]:
+    rows = read_trace(trace).to_pylist()
+    views = _views(rows)
+    end = sc.duration
+    faults = sorted(
+        {  # one row a node for a network fault: the fault once, at its first row
+            (r["t"], r["node"], json.loads(r["detail"] or "{}").get("action"))
+            for r in rows
+            if r["kind"] == "fault"
+        }
+    )
+    once: list[tuple[int, str, str]] = []
+    for t, node, action in faults:
+        # a network fault is a row at each node it touched, within a few ms: keep the first
+        if action in ("partition", "heal", "cut") and any(
+            a == action and t - ft < 50_000_000 for ft, _, a in once
+        ):
+            continue
+        once.append((t, node, action))
+    faults = once
+    live_end = _alive(rows, end)
+    detect, one_view = [], []
+    for t, node, action in faults:
+        if action == "crash":
+            survivors = _alive(rows, t) - {node}
+            seen = []
+            for n in survivors:
+                first = next((vt for vt, m in views.get(n, []) if vt >= t and node not in m), None)
+                seen.append(first)
+            if seen and all(s is not None for s in seen):
+                detect.append((max(s for s in seen if s is not None) - t) / 1e6)
+        if action in ("crash", "heal"):
+            # from the fault: every member live at the end in a view of exactly them
+            stamps = sorted({vt for n in live_end for vt, _ in views.get(n, []) if vt >= t})
+            good = None
+            for s in [t, *stamps]:
+                ok = all(_member_set_at(views.get(n, []), s) == live_end for n in live_end)
+                if ok and good is None:
+                    good = s
+                elif not ok:
+                    good = None
+            if good is not None:
+                one_view.append((good - t) / 1e6)
+    submitted = {r["msg"] for r in rows if r["kind"] == "submit"}
+    delivered = {r["msg"] for r in rows if r["kind"] == "deliver"}
+    start = min((w.start for w in sc.workloads), default=0)
+    seconds = max(1e-9, (end - start) / 1e9)
+    per_node = [
+        sum(1 for r in rows if r["kind"] == "deliver" and r["node"] == n) / seconds
+        for n in sc.all_nodes
+    ]
+    return {
+        "detect_ms": [round(x, 1) for x in detect],
+        "one_view_ms": [round(x, 1) for x in one_view],
+        "lost": f"{len(submitted - delivered)}/{len(submitted)}",
+        "deliveries_per_s": round(median(per_node)) if per_node else 0,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--settle", type=float, default=6.0, help="seconds, both sides")
+    ap.add_argument("--only", choices=sorted(PAIRS), action="append")
+    ap.add_argument("--scenario", action="append", type=Path, help="instead of the catalogue")
+    ap.add_argument("--keep", type=Path, help="keep the runs' directories under this one")
+    args = ap.parse_args()
+    runs: list[tuple[str, Scenario]] = []
+    for family in args.only or PAIRS:
+        if args.scenario:
+            runs += [(family, load_scenario(p)) for p in args.scenario]
+            continue
+        for name in CATALOGUE[family]:
+            runs.append((family, load_scenario(ROOT / "scenarios" / family / f"{name}.toml")))
+        runs.append((family, saturation(family)))
+    spark = spark_session("local[2]", shuffle_partitions=2, app_name="ringcast-references")
+    try:
+        for family, sc0 in runs:
+            sc = settled(sc0, int(args.settle * 1e9))
+            for system in ("ringcast", PAIRS[family]):
+                with tempfile.TemporaryDirectory() as tmp:
+                    out = (args.keep or Path(tmp)) / sc.name / system
+                    line: dict[str, Any] = {"scenario": sc.name, "system": system}
+                    try:
+                        summary = run_live(
+                            sc, args.seed, out, real_latency=True, system=system
+                        ).summary
+                    except LiveError as e:
+                        print(json.dumps({**line, "refused": str(e)}), flush=True)
+                        continue
+                    protocol = family if system == "ringcast" else system
+                    doc = check_paths(spark, [out])
+                    props = doc["properties"]
+                    line["claims"] = {
+                        p: props[p]["status"] for p in sorted(claims(protocol)) if p in props
+                    }
+                    line.update(measure(out / "trace.parquet", sc))
+                    line["findings"] = len(summary["findings"])
+                    line["wall_s"] = summary["wall_s"]
+                print(json.dumps(line), flush=True)
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()
