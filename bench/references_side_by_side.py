@@ -8,10 +8,15 @@ scenario, one line of JSON a system:
 - ``claims``: each property the system claims, ``holds`` or ``violated``;
 - ``detect_ms``: for each crash, from the kill to when every live member had installed a
   view without the dead one;
+- ``split_ms``: for each partition, from the cut to when every live member had installed a
+  view within its own side;
 - ``one_view_ms``: for each heal (and each crash), from the fault to when every live
   member was in a view of exactly the live members, for good (none after that point
   differs);
-- ``lost``: messages submitted that no member delivered, of those submitted;
+- ``undelivered``: messages that no member had delivered by the end, of those sent a
+  second or more before it by members that did not crash after sending them (lost, or
+  still queued: at saturation a system that accepts more than it orders builds a
+  backlog);
 - ``deliveries_per_s``: deliveries a second at each member, from the scenario's start to
   its end (at saturation: the throughput).
 
@@ -130,8 +135,24 @@ def measure(trace: Path, sc: Scenario) -> dict[str, Any]:
         once.append((t, node, action))
     faults = once
     live_end = _alive(rows, end)
-    detect, one_view = [], []
+    detect, split, one_view = [], [], []
+    groups = {
+        (r["t"], r["node"]): json.loads(r["detail"] or "{}").get("groups")
+        for r in rows
+        if r["kind"] == "fault"
+    }
     for t, node, action in faults:
+        if action == "partition":
+            # every live member in a view within its own side
+            sides = [set(g) for g in groups.get((t, node)) or []]
+            alive = _alive(rows, t)
+            rest = alive - set().union(*sides) if sides else alive
+            seen = []
+            for n in alive:
+                side = next((g for g in sides if n in g), rest) & alive
+                seen.append(next((vt for vt, m in views.get(n, []) if vt >= t and m <= side), None))
+            if seen and all(s is not None for s in seen):
+                split.append((max(s for s in seen if s is not None) - t) / 1e6)
         if action == "crash":
             survivors = _alive(rows, t) - {node}
             seen = []
@@ -152,7 +173,17 @@ def measure(trace: Path, sc: Scenario) -> dict[str, Any]:
                     good = None
             if good is not None:
                 one_view.append((good - t) / 1e6)
-    submitted = {r["msg"] for r in rows if r["kind"] == "submit"}
+    # undelivered: sent a second or more before the end by a member up from then to the
+    # end, and delivered by no one
+    crashes = [(t, n) for t, n, a in faults if a == "crash"]
+    submitted = {
+        r["msg"]
+        for r in rows
+        if r["kind"] == "submit"
+        and r["node"] in live_end
+        and r["t"] < end - 1_000_000_000
+        and not any(n == r["node"] and t >= r["t"] for t, n in crashes)
+    }
     delivered = {r["msg"] for r in rows if r["kind"] == "deliver"}
     start = min((w.start for w in sc.workloads), default=0)
     seconds = max(1e-9, (end - start) / 1e9)
@@ -162,10 +193,25 @@ def measure(trace: Path, sc: Scenario) -> dict[str, Any]:
     ]
     return {
         "detect_ms": [round(x, 1) for x in detect],
+        "split_ms": [round(x, 1) for x in split],
         "one_view_ms": [round(x, 1) for x in one_view],
-        "lost": f"{len(submitted - delivered)}/{len(submitted)}",
+        "undelivered": f"{len(submitted - delivered)}/{len(submitted)}",
         "deliveries_per_s": round(median(per_node)) if per_node else 0,
     }
+
+
+def _scenario_of(name: str, settle: float) -> Scenario:
+    """The catalogue scenario (or saturating one) named ``name``, settled."""
+    family = name.split("_", 1)[0]
+    if name.endswith("_saturation_live"):
+        sc = saturation(family)
+    else:
+        sc = next(
+            s
+            for f in (ROOT / "scenarios" / family).glob("*.toml")
+            if (s := load_scenario(f)).name == name
+        )
+    return settled(sc, int(settle * 1e9))
 
 
 def main() -> None:
@@ -175,7 +221,19 @@ def main() -> None:
     ap.add_argument("--only", choices=sorted(PAIRS), action="append")
     ap.add_argument("--scenario", action="append", type=Path, help="instead of the catalogue")
     ap.add_argument("--keep", type=Path, help="keep the runs' directories under this one")
+    ap.add_argument(
+        "--measure",
+        type=Path,
+        help="only measure the runs kept under this directory (by --keep), again",
+    )
     args = ap.parse_args()
+    if args.measure:
+        for trace in sorted(args.measure.glob("*/*/trace.parquet")):
+            summary = json.loads((trace.parent / "summary.json").read_text())
+            sc = _scenario_of(summary["scenario"], args.settle)
+            head = {"scenario": summary["scenario"], "system": summary["system"]}
+            print(json.dumps({**head, **measure(trace, sc)}), flush=True)
+        return
     runs: list[tuple[str, Scenario]] = []
     for family in args.only or PAIRS:
         if args.scenario:

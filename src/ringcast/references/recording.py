@@ -3,7 +3,9 @@
 wrapper that runs a recorder beside one node and writes its trace segments.
 
 The kinds a recorder prints: ``view`` (``view`` id, ``members`` by name, optionally
-``coordinator``), ``submit`` and ``deliver`` (``msg`` id ``node:counter``, ``size``),
+``coordinator``; a member or coordinator it cannot name is null: the trace's members are
+nodes, each once, the unnamed left out, and no ``leader`` row for an unnamed
+coordinator), ``submit`` and ``deliver`` (``msg`` id ``node:counter``, ``size``),
 ``end`` (``why``: ``stopped`` when it was told to stop, anything else when its system
 went away). A recorder that dies without an ``end`` (``kill -9``) is taken for a crash
 at the moment its output ended.
@@ -71,7 +73,10 @@ class Recording:
         if self.ended is not None:
             return  # (a member that left may still see its own group shrink to itself)
         if k == "view":
-            self.view(t, str(ev["view"]), [str(m) for m in ev["members"]], ev.get("coordinator"))
+            # a member is a node: one name once, and a member the recorder could not name
+            # (an earlier life of a node, never heard from here) left out
+            members = list(dict.fromkeys(str(m) for m in ev["members"] if m is not None))
+            self.view(t, str(ev["view"]), members, ev.get("coordinator"))
         elif k in ("submit", "deliver"):
             self.add(t, k, ev["msg"], self.order, size=int(ev["size"]))
             self.counts[k] += 1
@@ -133,6 +138,8 @@ def arguments(prog: str) -> argparse.ArgumentParser:
     return ap
 
 
+FOLLOW_S = 0.002
+"""How often the wrapper looks for more of the recorder's events when it has none."""
 BOOT_BLOCK = 10**9
 """A member's messages in its ``boot``-th life are numbered from
 ``(boot - 1) * BOOT_BLOCK + 1``."""
@@ -183,7 +190,12 @@ def run(
         ),
         lambda count: log.info("delivered", fields={"delivered": count}),
     )
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, preexec_fn=_die_with_parent)
+    # The recorder writes its events into a file of the state directory (kept), which
+    # this follows: a recorder never waits on its reader (through a pipe, at saturation,
+    # it would, and its system would be measured at this wrapper's pace)
+    events = args.state_dir / f"{protocol}-events.{boot}.jsonl"
+    with open(events, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, preexec_fn=_die_with_parent)
 
     def forward(signum: int, frame: FrameType | None) -> None:
         if signum == signal.SIGINT:
@@ -192,17 +204,25 @@ def run(
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
-    assert proc.stdout is not None
-    events = args.state_dir / f"{protocol}-events.{boot}.jsonl"  # what the recorder printed
     try:
-        with open(events, "w") as raw:
-            for line in proc.stdout:
-                raw.write(line)
-                rec.line(line)
-                if args.write_through:
-                    trace.spill()
+        with open(events, "rb") as follow:
+            rest = b""
+            while True:
+                ended = proc.poll() is not None  # (read after: nothing written is missed)
+                chunk = follow.read(1 << 20)
+                if chunk:
+                    lines = (rest + chunk).split(b"\n")
+                    rest = lines.pop()
+                    for line in lines:
+                        rec.line(line.decode(errors="replace"))
+                    if args.write_through:
+                        trace.spill()  # the batch's rows in one write
+                    else:
+                        trace.tick()
+                elif ended:
+                    break
                 else:
-                    trace.tick()
+                    time.sleep(FOLLOW_S)
         if rec.ended is None:  # killed: the node crashed when its output ended
             rec.end(time.monotonic_ns(), f"recorder ended with status {proc.wait()}")
     finally:

@@ -27,6 +27,7 @@ import org.jgroups.JChannel;
 import org.jgroups.Message;
 import org.jgroups.ReceiverAdapter;
 import org.jgroups.View;
+import org.jgroups.util.UUID;
 
 public class JGroupsRecorder {
     static synchronized void out(String json) {
@@ -36,9 +37,19 @@ public class JGroupsRecorder {
 
     static JChannel channel;
 
+    /** The member's logical name as JSON: null where this member never learnt it (an
+     *  earlier incarnation of a node, still in a view, that it never heard from). */
     static String name(Address a) {
         String n = a == null ? null : channel.getName(a);
-        return n != null ? n : String.valueOf(a);
+        return n != null ? "\"" + n + "\"" : "null";
+    }
+
+    /** A view's id as every member names it: its creator's UUID (the logical name may be
+     *  unknown at some member) and its number. */
+    static String viewId(View v) {
+        Address c = v.getVid().getCoordAddress();
+        String creator = c instanceof UUID ? ((UUID) c).toStringLong() : String.valueOf(c);
+        return creator + ":" + v.getVid().getId();
     }
 
     static final long CLOSE_MS = 5000;
@@ -56,11 +67,10 @@ public class JGroupsRecorder {
             public void viewAccepted(View v) {
                 Vector<Address> members = v.getMembers();
                 StringBuilder names = new StringBuilder();
-                for (Address m : members) names.append(names.length() == 0 ? "\"" : ",\"").append(name(m)).append('"');
-                String coord = members.isEmpty() ? "" : name(members.get(0));
-                String id = name(v.getVid().getCoordAddress()) + ":" + v.getVid().getId();
-                out("{\"k\":\"view\",\"t\":" + System.nanoTime() + ",\"view\":\"" + id
-                        + "\",\"members\":[" + names + "],\"coordinator\":\"" + coord + "\"}");
+                for (Address m : members) names.append(names.length() == 0 ? "" : ",").append(name(m));
+                String coord = members.isEmpty() ? "null" : name(members.get(0));
+                out("{\"k\":\"view\",\"t\":" + System.nanoTime() + ",\"view\":\"" + viewId(v)
+                        + "\",\"members\":[" + names + "],\"coordinator\":" + coord + "}");
             }
 
             public void receive(Message msg) {
