@@ -202,8 +202,7 @@ def run(
             rec.leaving = True
         proc.send_signal(signal.SIGTERM)
 
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
+    before = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         with open(events, "rb") as follow:
             rest = b""
@@ -228,6 +227,8 @@ def run(
     finally:
         proc.wait()
         trace.close()
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
     log.info("recorder ended", fields={"why": rec.ended})
     return 0 if rec.ended == "stopped" else 1
 
