@@ -50,10 +50,6 @@ def test_a_plain_scenario_is_accepted() -> None:
             {"nemesis": [{"at": "1s", "action": "garble", "node": "A"}]},
             "nemesis (garble at 1s): a live run cannot apply 'garble'",
         ),
-        (
-            {"nemesis": [{"at": "1s", "action": "leave", "node": "A", "linger": "10ms"}]},
-            "linger",
-        ),
     ],
 )
 def test_what_the_live_nemesis_cannot_apply_is_refused(extra: dict, says: str) -> None:

@@ -522,6 +522,9 @@ class Driver:
             t = self._now()
             np_.state = "left"
             self._fault(n, t, "leave", fallback=True)
+            if a.linger:  # gone that long into its leave, whether it finished or not
+                self._wait_until(self.origin + a.at + a.linger)
+                _signal_node(p, signal.SIGKILL)
         else:  # pragma: no cover - plan.check_live refuses the rest
             raise LiveError(f"cannot apply {act!r}")
         self.applied.append(Applied(act, n, asked, t))

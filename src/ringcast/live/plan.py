@@ -83,5 +83,3 @@ def check_live(sc: Scenario, *, real_latency: bool, netem: bool) -> None:
                 f"{where}: a live run cannot apply {a.action!r} (the runtime's nodes "
                 "send only what they mean to; the simulator can)"
             )
-        if a.action == "leave" and a.linger:
-            raise LiveError(f"{where}: linger: a live node leaves at once on its own (no linger)")
