@@ -12,7 +12,7 @@ sequence-number mis-match. But the token was then lost: the ring stood still unt
 hungry timeout and a 911 regenerated it (A's first delivery after the crash at
 677.9 ms). Now the Transport Manager refuses, at B's second boot, the token meant for
 its first, A is told of a failure-on-delivery at once and passes the token to C
-without B (seed 000's "failure-on-delivery": the next node is dropped), and B rejoins
+without B (the Raincore paper's "failure-on-delivery": the next node is dropped), and B rejoins
 by its 911.
 """
 

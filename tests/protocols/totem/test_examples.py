@@ -12,7 +12,8 @@ SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios" / "totem"
 
 
 def test_p2_missing_m3_recovers_through_rtr() -> None:
-    """Seed 001: P2 misses M3, puts aru = 2 and rtr = [3] on the token, P3 rebroadcasts M3."""
+    """The corosync Totem slides: P2 misses M3, puts aru = 2 and rtr = [3] on the token, P3
+    rebroadcasts M3."""
     res = Simulation(load_scenario(SCENARIOS / "p2_missing_m3.toml"), seed=1).run()
     rows = res.events()
     asked = [
@@ -32,7 +33,8 @@ def test_p2_missing_m3_recovers_through_rtr() -> None:
 
 
 def test_p4_joins_through_gather_commit_recovery() -> None:
-    """Seed 001: P4 joins {P1, P2, P3}; alone in its transitional membership; seq + 4."""
+    """The corosync Totem slides: P4 joins {P1, P2, P3}; alone in its transitional membership;
+    seq + 4."""
     res = Simulation(load_scenario(SCENARIOS / "p4_join.toml"), seed=1).run()
     views = res.events(kind="view")
     regular = [v for v in views if not v["transitional"]]

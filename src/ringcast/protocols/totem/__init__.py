@@ -1,7 +1,7 @@
 """Totem single-ring protocol: total order, agreed and safe delivery, membership, recovery
 with extended virtual synchrony, flow control (seeds 001 and 002).
 
-See ``docs/protocols/totem.md`` for how the seed maps to code and every default.
+See ``docs/protocols/totem.md`` for how the Totem paper maps to code and every default.
 """
 
 from __future__ import annotations

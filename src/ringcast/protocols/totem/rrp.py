@@ -1,4 +1,4 @@
-"""Totem's redundant ring: one single ring over several networks (seed 001, the
+"""Totem's redundant ring: one single ring over several networks (the corosync Totem slides, the
 redundant ring slides; Koch, Moser, Melliar-Smith, "The Totem Redundant Ring Protocol";
 ``docs/protocols/totem-rrp.md``).
 
