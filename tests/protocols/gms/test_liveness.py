@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from ringcast.lab import reference as checks
 from ringcast.lab.liveness import delivery_progress
 
-from . import checks
 from .harness import MODES, run
 
 REJOIN = "regress_submit_while_rejoining"

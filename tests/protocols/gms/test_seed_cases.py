@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from . import checks
+from ringcast.lab import reference as checks
+
 from .harness import run
 
 S = 1_000_000_000

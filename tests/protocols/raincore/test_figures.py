@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from ringcast.lab.reference import global_view_vectors
 from ringcast.sim import Simulation, load_scenario
-
-from .checks import global_view_vectors
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios" / "raincore"
 

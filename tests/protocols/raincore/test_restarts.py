@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ringcast.lab import reference as checks
 from ringcast.sim import Simulation, parse_scenario
 
-from . import checks
 from .hostile import safety
 
 MS = 1_000_000
@@ -92,4 +92,6 @@ def test_the_token_meant_for_an_earlier_boot_comes_back_to_its_sender() -> None:
     )
     assert resumed < RESTART + HUNGRY
     # ... and B is back: every node's last committed view is the three of them.
-    assert checks.convergence(rows, {"A", "B", "C"}) == []
+    assert (
+        checks.convergence(rows, {"A", "B", "C"}, on_members=True, keep_across_restart=True) == []
+    )

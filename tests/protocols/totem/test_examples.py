@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ringcast.lab.reference import totem_check_all
 from ringcast.sim import Simulation, load_scenario
-
-from .checks import check_all
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios" / "totem"
 
@@ -29,7 +28,7 @@ def test_p2_missing_m3_recovers_through_rtr() -> None:
         assert got == ["P1:1", "P1:2", "P1:3"], node
     p2_m3 = next(r for r in res.events(kind="deliver", node="P2") if r["msg"] == "P1:3")
     assert p2_m3["t"] > rtx[0]["t"]
-    assert check_all(rows, {"P1", "P2", "P3", "P4"}, 0) == []
+    assert totem_check_all(rows, {"P1", "P2", "P3", "P4"}) == []
 
 
 def test_p4_joins_through_gather_commit_recovery() -> None:
@@ -60,4 +59,4 @@ def test_p4_joins_through_gather_commit_recovery() -> None:
     assert ("Gather", "join from P4") in p1
     # The new ring's seq was persisted.
     assert res.machines["P4"].highest_seq == int(new.split(":")[0])
-    assert check_all(res.events(), {"P1", "P2", "P3", "P4"}, 0) == []
+    assert totem_check_all(res.events(), {"P1", "P2", "P3", "P4"}) == []
