@@ -4,8 +4,9 @@ the day-to-day subset (``./dev test --quick``, ``pytest -m "not slow and not ran
 
 * ``slow``: the folders that start Spark, real node processes or network namespaces
   (``lab``, ``runtime``, ``live``), the fuzzers, and the longest simulated suites;
-* ``randomized``: the seed sweeps (each family's ``test_randomized.py``) and the fuzzers,
-  whose worth is in many random draws.
+* ``randomized``: the seed sweeps (each family's ``test_randomized.py``, the hostile
+  generator's draws in ``test_hostile.py``) and the fuzzers, whose worth is in many
+  random draws.
 
 CI runs everything (``./dev test``)."""
 
@@ -31,6 +32,7 @@ TESTS = Path(__file__).parent
 SLOW_FOLDERS = ("lab", "runtime", "live", "fuzz")
 SLOW_FILES = ("sim/test_bounded_state.py", "protocols/totem/test_rrp.py")
 """Simulated suites of 30 s and more on a shared 2-core machine."""
+RANDOMIZED_FILES = ("test_randomized.py", "test_hostile.py")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -46,5 +48,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         if rel.split("/", 1)[0] in SLOW_FOLDERS or rel in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
-        if item.path.name == "test_randomized.py" or rel.startswith("fuzz/"):
+        if item.path.name in RANDOMIZED_FILES or rel.startswith("fuzz/"):
             item.add_marker(pytest.mark.randomized)
