@@ -6,8 +6,8 @@ its trace rows (every column, in the order recorded) and one digest over all of 
 Run it on two versions of the source and compare the output::
 
     python bench/trace_digests.py --seed 1 > after.txt
-    git archive main src | tar -x -C /tmp/main      # the code to compare with
-    PYTHONPATH=/tmp/main/src python bench/trace_digests.py --seed 1 > before.txt
+    mkdir OLD && git archive main src | tar -x -C OLD      # the code to compare with
+    PYTHONPATH=OLD/src python bench/trace_digests.py --seed 1 > before.txt
     diff before.txt after.txt
 
 Usage: python bench/trace_digests.py [--seed N] [--jobs J] [SCENARIO ...]
