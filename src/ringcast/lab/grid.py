@@ -72,7 +72,9 @@ import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ringcast.lab.errors import LabError
 from ringcast.lab.expect import EXPECT_KEY, Expectation
@@ -148,6 +150,116 @@ def _parse_live(raw: Any, source: str) -> LiveSweep | None:
     return LiveSweep(sample, real)
 
 
+class _Table(BaseModel):
+    """A TOML table of the sweep file: its keys typed, no other key allowed, no value
+    coerced (``true`` is not a count)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+_Count = Annotated[int, Field(ge=0)]
+_Share = Annotated[float, Field(ge=0, le=1)]
+_Timeouts = Annotated[float, Field(ge=1, le=1000)]
+
+
+class _Generator(_Table):
+    kind: Literal["hostile"] | None = None
+    garble: _Share = 0.0
+    quiet: _Timeouts | None = None
+    nodes: Any = None  # a group size or [fewest, most]: _group_sizes checks it
+    settings: dict[str, Any] = {}
+
+
+class _Expect(_Table):
+    protocol: str
+    violates: str | Annotated[list[str], Field(min_length=1)]
+    why: str
+    where: dict[str, Any] = {}
+
+
+class _SweepFile(_Table):
+    name: Any = None
+    scenarios: str | list[str] | None = None
+    seeds: Annotated[int, Field(ge=1)] | Annotated[list[_Count], Field(min_length=1)] = 1
+    grid: dict[str, Annotated[list[Any], Field(min_length=1)]] = {}
+    partitions: _Count = 0
+    protocols: Any = None
+    expect: list[_Expect] = []
+    live: Any = None  # true or a table: _parse_live checks it
+    generator: _Generator | None = None
+
+
+_SWEEP_SAYS = {
+    "scenarios": "expected a list of file globs",
+    "grid": "expected a table of non-empty lists",
+    "partitions": "expected an integer >= 0",
+}
+_GENERATOR_SAYS = {
+    "kind": "expected one of " + ", ".join(("hostile",)),
+    "settings": "expected a table of protocol settings tables",
+}
+_EXPECT_SAYS = {
+    "protocol": "expected a protocol name",
+    "violates": "expected a non-empty list of property names",
+    "why": "expected a sentence saying why the violation is expected",
+    "where": "expected a table of grid keys and values",
+}
+
+
+def _sweep_error(err: Any, data: dict[str, Any], source: str) -> LabError:
+    """One line naming the file, the key and what it should hold, for a schema error."""
+    loc, kind, value = tuple(err["loc"]), err["type"], err.get("input")
+    top = str(loc[0])
+    if kind == "extra_forbidden" and len(loc) == 1:
+        known = ", ".join(sorted(_SweepFile.model_fields))
+        return LabError(f"{source}: {top}: unknown key (known: {known})")
+    if top == "seeds":
+        return LabError(
+            f"{source}: seeds: expected a positive count or a list of integers >= 0, "
+            f"got {data.get('seeds')!r}"
+        )
+    if top == "generator":
+        where = f"{source}: generator"
+        if len(loc) == 1:
+            return LabError(f"{where}: expected a table")
+        key = str(loc[1])
+        if kind == "extra_forbidden":
+            known = ", ".join(sorted(_Generator.model_fields))
+            return LabError(f"{where}.{key}: unknown key (known: {known})")
+        if key == "garble":
+            return LabError(
+                f"{where}.garble: expected a share of messages in [0, 1], got {value!r}"
+            )
+        if key == "quiet":
+            return LabError(
+                f"{where}.quiet: expected a number of timeouts in [1, 1000], got {value!r}"
+            )
+        return LabError(f"{where}.{key}: {_GENERATOR_SAYS[key]}")
+    if top == EXPECT_KEY:
+        if len(loc) <= 2 or not isinstance(loc[1], int):
+            return LabError(f"{source}: {EXPECT_KEY}: expected [[{EXPECT_KEY}]] tables")
+        at = f"{source}: [[{EXPECT_KEY}]] #{loc[1] + 1}"
+        key = str(loc[2])
+        if kind == "extra_forbidden":
+            return LabError(f"{at}: {key}: unknown key (known: {', '.join(EXPECT_FIELDS)})")
+        if kind == "missing":
+            return LabError(f"{at}: {key}: missing")
+        return LabError(f"{at}: {key}: {_EXPECT_SAYS[key]}")
+    return LabError(f"{source}: {top}: {_SWEEP_SAYS.get(top, err['msg'])}")
+
+
+def _validate(data: dict[str, Any], source: str) -> _SweepFile:
+    """The sweep file's keys typed, or a :class:`LabError` for the first that is wrong
+    (an unknown key first, then a missing one)."""
+    try:
+        return _SweepFile.model_validate(data)
+    except ValidationError as e:
+        errors = e.errors(include_url=False)
+        rank = {"extra_forbidden": 0, "missing": 1}
+        first = min(errors, key=lambda x: (rank.get(x["type"], 2), errors.index(x)))
+        raise _sweep_error(first, data, source) from None
+
+
 def load_sweep(path: str | Path, *, seeds: int | None = None) -> Sweep:
     """Read a sweep file and expand it (``seeds`` overrides the file's seed count)."""
     p = Path(path)
@@ -166,16 +278,16 @@ def parse_sweep(
     data: dict[str, Any], source: str = "<sweep>", *, base: Path = Path(), seeds: int | None = None
 ) -> Sweep:
     """Validate a parsed sweep document and expand its runs."""
-    known = {"name", "scenarios", "protocols", "seeds", "partitions", "grid", "generator", "live"}
-    known.add(EXPECT_KEY)
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise LabError(f"{source}: {unknown[0]}: unknown key (known: {', '.join(sorted(known))})")
+    if seeds is not None:
+        data = {**data, "seeds": seeds}
+    doc = _validate(data, source)
     generator = data.get("generator")
-    patterns = data.get("scenarios", [] if generator is not None else None)
+    patterns = (
+        doc.scenarios if doc.scenarios is not None else ([] if generator is not None else None)
+    )
     if isinstance(patterns, str):
         patterns = [patterns]
-    if not isinstance(patterns, list) or (not patterns and generator is None):
+    if patterns is None or (not patterns and generator is None):
         raise LabError(f"{source}: scenarios: expected a list of file globs")
     files: list[Path] = []
     for pat in patterns:
@@ -184,28 +296,14 @@ def parse_sweep(
         if not found:
             raise LabError(f"{source}: scenarios: {pat!r} matches no file")
         files += [f for f in found if f not in files]
-    raw_seeds = seeds if seeds is not None else data.get("seeds", 1)
-    if isinstance(raw_seeds, int) and not isinstance(raw_seeds, bool) and raw_seeds > 0:
-        seed_list = list(range(1, raw_seeds + 1))
-    elif (
-        isinstance(raw_seeds, list)
-        and raw_seeds
-        and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in raw_seeds)
-    ):
-        seed_list = list(raw_seeds)
-    else:
-        raise LabError(
-            f"{source}: seeds: expected a positive count or a list of integers >= 0, "
-            f"got {raw_seeds!r}"
-        )
+    seed_list = list(range(1, doc.seeds + 1)) if isinstance(doc.seeds, int) else list(doc.seeds)
     grid = data.get("grid", {})
-    if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
-        raise LabError(f"{source}: grid: expected a table of non-empty lists")
-    partitions = data.get("partitions", 0)
-    if not isinstance(partitions, int) or partitions < 0:
-        raise LabError(f"{source}: partitions: expected an integer >= 0")
+    partitions = doc.partitions
     protocols = data.get("protocols")
-    expect = parse_expectations(data.get(EXPECT_KEY, []), grid, source)
+    expect = [
+        _expectation(t, grid, f"{source}: [[{EXPECT_KEY}]] #{k}")
+        for k, t in enumerate(doc.expect, 1)
+    ]
     sweep = Sweep(
         str(data.get("name", Path(source).stem)), source, files, grid, seed_list, partitions
     )
@@ -213,7 +311,8 @@ def parse_sweep(
     sweep.live = _parse_live(data.get("live"), source)
     _expand(sweep, protocols)
     if generator is not None:
-        _generate(sweep, generator, protocols, source)
+        assert doc.generator is not None
+        _generate(sweep, doc.generator, protocols, source)
     if not sweep.runs:
         raise LabError(f"{source}: no runs: every scenario point was skipped or filtered out")
     return sweep
@@ -224,43 +323,31 @@ EXPECT_FIELDS = ("protocol", "where", "violates", "why")
 
 def parse_expectations(raw: Any, grid: dict[str, list[Any]], source: str) -> list[Expectation]:
     """Validate the ``[[expect]]`` tables of a sweep file against its ``grid``."""
-    if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
-        raise LabError(f"{source}: {EXPECT_KEY}: expected [[{EXPECT_KEY}]] tables")
-    return [_expectation(t, grid, f"{source}: [[{EXPECT_KEY}]] #{k}") for k, t in enumerate(raw, 1)]
+    try:
+        tables = _SweepFile.model_validate({EXPECT_KEY: raw}).expect
+    except ValidationError as e:
+        raise _sweep_error(e.errors(include_url=False)[0], {}, source) from None
+    return [
+        _expectation(t, grid, f"{source}: [[{EXPECT_KEY}]] #{k}") for k, t in enumerate(tables, 1)
+    ]
 
 
-def _expectation(t: dict[str, Any], grid: dict[str, list[Any]], at: str) -> Expectation:
-    unknown = sorted(set(t) - set(EXPECT_FIELDS))
-    if unknown:
-        raise LabError(f"{at}: {unknown[0]}: unknown key (known: {', '.join(EXPECT_FIELDS)})")
-    for key in ("protocol", "violates", "why"):
-        if key not in t:
-            raise LabError(f"{at}: {key}: missing")
-    proto = t["protocol"]
-    if not isinstance(proto, str):
-        raise LabError(f"{at}: protocol: expected a protocol name")
+def _expectation(t: _Expect, grid: dict[str, list[Any]], at: str) -> Expectation:
+    proto = t.protocol
     try:
         spec = registry.get(proto)
     except ValueError as e:
         raise LabError(f"{at}: protocol: {e}") from None
-    violates = t["violates"]
-    if isinstance(violates, str):
-        violates = [violates]
-    if not isinstance(violates, list) or not violates:
-        raise LabError(f"{at}: violates: expected a non-empty list of property names")
+    violates = [t.violates] if isinstance(t.violates, str) else t.violates
     for name in violates:
         if name not in PROPERTIES:
             raise LabError(
                 f"{at}: violates: unknown property {name!r} (known: {', '.join(PROPERTIES)})"
             )
-    why = t["why"]
-    if not isinstance(why, str) or not why.strip():
-        raise LabError(f"{at}: why: expected a sentence saying why the violation is expected")
-    where = t.get("where", {})
-    if not isinstance(where, dict):
-        raise LabError(f"{at}: where: expected a table of grid keys and values")
+    if not t.why.strip():
+        raise LabError(f"{at}: why: {_EXPECT_SAYS['why']}")
     point: dict[str, Any] = {}
-    for key, value in where.items():
+    for key, value in t.where.items():
         if key not in grid:
             known = ", ".join(grid) or "the grid is empty"
             raise LabError(f"{at}: where.{key}: not a key of the grid ({known})")
@@ -272,7 +359,7 @@ def _expectation(t: dict[str, Any], grid: dict[str, list[Any]], at: str) -> Expe
             values = ", ".join(map(repr, grid[key]))
             raise LabError(f"{at}: where.{key}: {value!r} is not a value of the grid ({values})")
         point[key] = same[0]  # the grid's own value: 3 and 3.0 name one point
-    return Expectation(proto, tuple(dict.fromkeys(violates)), why.strip(), point)
+    return Expectation(proto, tuple(dict.fromkeys(violates)), t.why.strip(), point)
 
 
 def _set(doc: dict[str, Any], dotted: str, value: Any) -> None:
@@ -453,33 +540,23 @@ def _group_sizes(gen: dict[str, Any], where: str) -> tuple[int, int]:
     return sizes[0], sizes[1]
 
 
-def _generate(sweep: Sweep, gen: Any, protocols: Any, source: str) -> None:
+def _generate(sweep: Sweep, gen: _Generator, protocols: Any, source: str) -> None:
     """Expand a ``[generator]`` table: one generated scenario per protocol and seed."""
     from ringcast.sim.hostile import HOSTILE, hostile_scenario
 
     where = f"{source}: generator"
-    if not isinstance(gen, dict):
-        raise LabError(f"{where}: expected a table")
-    known = ("garble", "kind", "nodes", "quiet", "settings")
-    unknown = sorted(set(gen) - set(known))
-    if unknown:
-        raise LabError(f"{where}.{unknown[0]}: unknown key (known: {', '.join(known)})")
-    garble = gen.get("garble", 0.0)
-    if isinstance(garble, bool) or not isinstance(garble, int | float) or not 0 <= garble <= 1:
-        raise LabError(f"{where}.garble: expected a share of messages in [0, 1], got {garble!r}")
-    quiet = gen.get("quiet", HOSTILE.quiet)
-    if isinstance(quiet, bool) or not isinstance(quiet, int | float) or not 1 <= quiet <= 1000:
-        raise LabError(f"{where}.quiet: expected a number of timeouts in [1, 1000], got {quiet!r}")
+    raw_nodes = {} if gen.nodes is None else {"nodes": gen.nodes}
     harshness = dataclasses.replace(
-        HOSTILE, garble=float(garble), quiet=float(quiet), nodes=_group_sizes(gen, where)
+        HOSTILE,
+        garble=float(gen.garble),
+        quiet=float(HOSTILE.quiet if gen.quiet is None else gen.quiet),
+        nodes=_group_sizes(raw_nodes, where),
     )
-    if gen.get("kind") not in GENERATORS:
-        raise LabError(f"{where}.kind: expected one of {', '.join(GENERATORS)}")
+    if gen.kind is None:
+        raise LabError(f"{where}.kind: {_GENERATOR_SAYS['kind']}")
     if not isinstance(protocols, list) or not protocols:
         raise LabError(f"{source}: protocols: a generator needs the list of protocols to run")
-    all_settings = gen.get("settings", {})
-    if not isinstance(all_settings, dict):
-        raise LabError(f"{where}.settings: expected a table of protocol settings tables")
+    all_settings = gen.settings
     for proto in protocols:
         try:
             spec = registry.get(str(proto))
@@ -513,7 +590,7 @@ def _generate(sweep: Sweep, gen: Any, protocols: Any, source: str) -> None:
                     protocol=sc.protocol,
                     scenario=sc.name,
                     point="generated",
-                    params=json.dumps({"generator": gen["kind"]}),
+                    params=json.dumps({"generator": gen.kind}),
                     seed=seed,
                     nodes=len(sc.nodes),
                     scenario_index=index,

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from ringcast.lab import reference as checks
 from ringcast.layers import HeartbeatDetector, Stack
 from ringcast.protocols import registry
 from ringcast.protocols.gms import SPEC, GmsMachine
 from ringcast.sim import Simulation, load_scenario
 
-from . import checks
 from .harness import JGROUPS, run
 
 MS = 1_000_000

@@ -1,14 +1,14 @@
 """GMS keeps delivering across a rejoin: submits made while a node is not a member
 (booting, rejoining after a restart or an exclusion) wait for its first view instead of
-being dropped (docs/protocols/gms.md, "Decisions where the seed is silent")."""
+being dropped (docs/protocols/gms.md, "Decisions where JGRP-136 is silent")."""
 
 from __future__ import annotations
 
 import pytest
 
+from ringcast.lab import reference as checks
 from ringcast.lab.liveness import delivery_progress
 
-from . import checks
 from .harness import MODES, run
 
 REJOIN = "regress_submit_while_rejoining"

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from . import checks
+from ringcast.lab import reference as checks
+
 from .harness import run
 
 FIVE = set("ABCDE")

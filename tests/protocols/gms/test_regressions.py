@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from . import checks
+from ringcast.lab import reference as checks
+
 from .harness import MODES, run
 
 RESTART = "regress_restart_reuses_view_id"

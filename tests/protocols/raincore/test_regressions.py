@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from ringcast.lab import reference as checks
 from ringcast.sim import Simulation, load_scenario
 from ringcast.sim.scenario import Scenario
 
-from . import checks
 from .hostile import SETTLE_BOUND, safety
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios" / "raincore"

@@ -1,4 +1,4 @@
-"""GMS wire messages (type ids 0x0400-0x04FF), by the names of seed 004 and JGroups.
+"""GMS wire messages (type ids 0x0400-0x04FF), by the names of JGRP-136 and JGroups.
 
 Views travel as ``(view_id, members)``: ``view_id`` is the string ``"coord:counter"``
 (JGroups' ``ViewId``), ``members`` the ordered member list whose first entry is the
@@ -69,7 +69,7 @@ class Suspect:
     node: str
 
 
-# -- view installation (seed 004)
+# -- view installation (JGRP-136)
 
 
 @wire(0x0410)

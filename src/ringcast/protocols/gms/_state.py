@@ -8,7 +8,7 @@ a node on its way out. A row maps ``(state, event)`` to the action the machine r
 and the states that action may end in; an event a state does not list is dropped and
 counted. The diagrams in ``docs/protocols/gms.md`` are rendered from these tables.
 
-Events are named after the messages of seed 004 and JGroups (``VIEW``,
+Events are named after the messages of JGRP-136 and JGroups (``VIEW``,
 ``PREPARE_VIEW``, ...), ``suspected`` (the local failure detector), ``submit`` and
 ``stop`` (the application) and the timers (``*_timer``).
 """

@@ -1,6 +1,6 @@
 """The GMS machine: coordinator-based membership with reliable view installation.
 
-Seed 004 (JGroups JGRP-136, "Reliable view installation") in its three modes
+JGroups JGRP-136 ("Reliable view installation") in its three modes
 (``view_install``):
 
 * ``plain``: a view is a message (VIEW), retransmitted by its sender until acknowledged
