@@ -23,7 +23,9 @@ scenario, one line of JSON a system:
 Both sides run with their defaults but for what the scenario sets (a Totem scenario's
 timeouts are given to corosync too). The scenarios are the families' fault catalogues,
 plus a saturating one per pair (three members sending 1 KB messages as fast as flow
-control lets for 4 s).
+control lets for 4 s), and with ``--hostile N`` the first N schedules of the hostile
+generator (its faults scaled by the family's failure-detection timeout: the reference
+gets ringcast's time scale; no reordering or duplication).
 
     sudo python bench/references_side_by_side.py [--settle 6] [--seed 1] \\
         [--only totem|tribes|gms] [--scenario FILE ...]
@@ -38,6 +40,7 @@ import argparse
 import json
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -50,7 +53,9 @@ from ringcast.lab.session import spark_session
 from ringcast.live.driver import run_live
 from ringcast.live.settle import settled
 from ringcast.live.tools import LiveError
+from ringcast.protocols import registry
 from ringcast.sim import load_scenario
+from ringcast.sim.hostile import Harshness, hostile_scenario
 from ringcast.sim.scenario import Scenario, parse_scenario
 from ringcast.trace import read_trace
 
@@ -78,6 +83,21 @@ def saturation(family: str) -> Scenario:
         },
         f"<{family} saturation>",
     )
+
+
+def hostile(family: str, seed: int) -> Scenario:
+    """Seed ``seed`` of the hostile generator for ``family``, without what a live run
+    cannot apply here (reordering and duplication on the wire)."""
+    spec = registry.get(family)
+    timeout = spec.timeout_ns()
+    assert timeout is not None
+    run = hostile_scenario(
+        seed,
+        family,
+        token_timeout=timeout,
+        harshness=Harshness(reorder=(0.0, 0.0), duplication=(0.0, 0.0)),
+    )
+    return replace(run.scenario, name=f"{family}_hostile_{seed}")
 
 
 def _views(rows: list[dict[str, Any]]) -> dict[str, list[tuple[int, frozenset[str]]]]:
@@ -205,6 +225,8 @@ def _scenario_of(name: str, settle: float) -> Scenario:
     family = name.split("_", 1)[0]
     if name.endswith("_saturation_live"):
         sc = saturation(family)
+    elif "_hostile_" in name:
+        sc = hostile(family, int(name.rpartition("_")[2]))
     else:
         sc = next(
             s
@@ -221,6 +243,14 @@ def main() -> None:
     ap.add_argument("--only", choices=sorted(PAIRS), action="append")
     ap.add_argument("--scenario", action="append", type=Path, help="instead of the catalogue")
     ap.add_argument("--keep", type=Path, help="keep the runs' directories under this one")
+    ap.add_argument(
+        "--hostile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also N hostile schedules a family (seeds 1..N of the hostile generator, "
+        "its faults scaled by the family's detection timeout, no reordering)",
+    )
     ap.add_argument(
         "--measure",
         type=Path,
@@ -242,6 +272,7 @@ def main() -> None:
         for name in CATALOGUE[family]:
             runs.append((family, load_scenario(ROOT / "scenarios" / family / f"{name}.toml")))
         runs.append((family, saturation(family)))
+        runs += [(family, hostile(family, seed)) for seed in range(1, args.hostile + 1)]
     spark = spark_session("local[2]", shuffle_partitions=2, app_name="ringcast-references")
     try:
         for family, sc0 in runs:
