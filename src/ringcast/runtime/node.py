@@ -99,14 +99,24 @@ async def _generate(g: Group, wl: Workload, stop: asyncio.Event) -> None:
             sent += n
 
 
+def load_stamp(payload: bytes) -> int | None:
+    """When a load payload was made (:func:`load_payload`), or None: not one, or too
+    short to carry its time (a workload of fewer bytes than the stamp)."""
+    if len(payload) < _STAMP.size or payload[:8] != _MAGIC:
+        return None
+    stamp: int = _STAMP.unpack_from(payload)[1]
+    return stamp
+
+
 async def _consume(g: Group, lat: LatencyLog) -> None:
     me = g.node_id
-    unpack = _STAMP.unpack_from
     async for batch in g.batches():
         now = time.monotonic_ns()
         for ev in batch:
-            if type(ev) is Delivery and ev.sender == me and ev.payload[:8] == _MAGIC:
-                lat.add(now - unpack(ev.payload)[1])
+            if type(ev) is Delivery and ev.sender == me:
+                stamp = load_stamp(ev.payload)
+                if stamp is not None:
+                    lat.add(now - stamp)
 
 
 async def run_node(
