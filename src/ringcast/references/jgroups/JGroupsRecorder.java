@@ -37,10 +37,35 @@ public class JGroupsRecorder {
 
     static JChannel channel;
 
-    /** The member's logical name as JSON: null where this member never learnt it (an
-     *  earlier incarnation of a node, still in a view, that it never heard from). */
+    /** A member's name in the high half of its UUID (names of up to 8 bytes; 0 for a
+     *  longer one): every member can tell whose an address is from the address alone,
+     *  where JGroups' cache of logical names misses the members it never heard from (a
+     *  node restarted, or one that joined beyond a partition). */
+    static long packName(String me) {
+        byte[] b = me.getBytes(StandardCharsets.UTF_8);
+        if (b.length == 0 || b.length > 8) return 0;
+        long v = 0;
+        for (int k = 0; k < 8; k++) v = (v << 8) | (k < b.length ? (b[k] & 0xff) : 0);
+        return v;
+    }
+
+    static String unpackName(long v) {
+        byte[] b = new byte[8];
+        int n = 0;
+        for (int k = 0; k < 8; k++) {
+            byte x = (byte) (v >>> (56 - 8 * k));
+            if (x == 0) break;
+            b[n++] = x;
+        }
+        return n == 0 ? null : new String(b, 0, n, StandardCharsets.UTF_8);
+    }
+
+    /** The member's name as JSON: from its address, else its logical name, else null
+     *  (a member this one cannot name). */
     static String name(Address a) {
-        String n = a == null ? null : channel.getName(a);
+        String n = null;
+        if (a instanceof UUID) n = unpackName(((UUID) a).getMostSignificantBits());
+        if (n == null && a != null) n = channel.getName(a);
         return n != null ? "\"" + n + "\"" : "null";
     }
 
@@ -63,6 +88,9 @@ public class JGroupsRecorder {
 
         channel = new JChannel();  // JGroups' default stack (udp.xml)
         channel.setName(me);
+        final long named = packName(me);
+        final java.security.SecureRandom random = new java.security.SecureRandom();
+        channel.setAddressGenerator(() -> new UUID(named, random.nextLong()));
         channel.setReceiver(new ReceiverAdapter() {
             public void viewAccepted(View v) {
                 Vector<Address> members = v.getMembers();
