@@ -89,6 +89,8 @@ def test_runs_without_a_twin_are_listed() -> None:
     live[1]["runs"] = live[1]["runs"][:1]
     doc = compare({"sim": sim, "live": live})
     assert [p["run"] for p in doc["pairs"]] == ["s:1"]
+    del sim[1]["runs"][0]["seed"]  # a single run's output: the seed from its run id
+    assert compare({"sim": sim, "live": live})["pairs"][0]["seed"] == 1
     assert doc["only_sim"] == ["s:2"] and doc["only_live"] == []
     assert doc["pairs"][0]["differs"] == []
 

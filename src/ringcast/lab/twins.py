@@ -78,6 +78,13 @@ def _measures(metrics: dict[str, Any], run: dict[str, Any]) -> dict[str, float |
     return out
 
 
+def _seed(run: str) -> int | None:
+    """The seed a run id ends with (``scenario[@point]:seed``), for a single run's output
+    (which has no run table)."""
+    tail = run.rpartition(":")[2]
+    return int(tail) if tail.isdigit() else None
+
+
 def _differs(a: float | None, b: float | None) -> bool:
     if a is None or b is None:
         return False
@@ -129,7 +136,7 @@ def compare(sides: dict[str, tuple[dict[str, Any], dict[str, Any]]]) -> dict[str
                 "run": run,
                 "protocol": protocol,
                 "scenario": s_run["scenario"],
-                "seed": s_run.get("seed"),
+                "seed": s_run.get("seed") if s_run.get("seed") is not None else _seed(run),
                 "verdicts": verdicts,
                 "measures": measures,
                 "differs": flagged,
