@@ -316,6 +316,55 @@ def _verdict(check: dict[str, Any]) -> str:
     return f"<p><span class='verdict {'ok' if ok else 'bad'}'>{text}</span>{note}</p>"
 
 
+def _cell(v: Any, differs: bool) -> str:
+    text = escape(_fmt(v)) if v is not None else "<span class='na'>-</span>"
+    return f"<td class='violated'>{text}</td>" if differs else f"<td>{text}</td>"
+
+
+def _twins(doc: dict[str, Any]) -> str:
+    """The side by side of simulated and live runs (:mod:`ringcast.lab.twins`)."""
+    pairs = doc.get("pairs") or []
+    text = [
+        "<p class='note'>The same runs (scenario, point, seed) simulated and on real "
+        "processes: each property's verdict and the main measures; in red where the "
+        f"verdicts differ or a measure differs by more than {_fmt(doc.get('factor'))}x "
+        "(or is zero on one side only).</p>"
+    ]
+    if not pairs:
+        text.append("<p class='note'>no run is in both outputs</p>")
+    for p in pairs:
+        flagged = p["differs"]
+        head = f"{p['run']} ({p['protocol']})"
+        note = (
+            f" <span class='violated'>differs: {escape(', '.join(flagged))}</span>"
+            if flagged
+            else " <span class='holds'>agrees</span>"
+        )
+        rows = ["<tr><th></th><th>simulated</th><th>live</th><th>live / simulated</th></tr>"]
+        for name, v in p["verdicts"].items():
+            if v["sim"] == v["live"] == "n/a":
+                continue
+            rows.append(
+                f"<tr><td>{escape(name)}</td>{_cell(v['sim'], v['differs'])}"
+                f"{_cell(v['live'], v['differs'])}<td></td></tr>"
+            )
+        for m in p["measures"].values():
+            if m["sim"] is None and m["live"] is None:
+                continue
+            rows.append(
+                f"<tr><td>{escape(m['label'])}</td>{_cell(m['sim'], m['differs'])}"
+                f"{_cell(m['live'], m['differs'])}{_cell(m['ratio'], m['differs'])}</tr>"
+            )
+        text.append(f"<h3>{escape(head)}{note}</h3><table>{''.join(rows)}</table>")
+    for side, key in (("simulated", "only_sim"), ("live", "only_live")):
+        if doc.get(key):
+            text.append(
+                f"<p class='note'>{len(doc[key])} {side} runs have no twin: "
+                f"{escape(', '.join(doc[key][:10]))}</p>"
+            )
+    return "".join(text)
+
+
 def render_report(
     check: dict[str, Any],
     metrics: dict[str, Any],
@@ -324,12 +373,14 @@ def render_report(
     *,
     timelines: Mapping[str, str] | None = None,
     out_dir: str = "OUT",
+    twins: dict[str, Any] | None = None,
 ) -> str:
     """The HTML text of the report for ``check.json``, ``metrics.json`` (and
     ``sweep.json``, and ``where.json``: where the sweep and the checks ran).
     ``timelines`` maps a run to the address of its space-time diagram (relative to the
     report); ``out_dir`` is the directory named in the command that draws the diagram
-    of another run."""
+    of another run; ``twins``, the side by side of simulated and live runs
+    (:func:`ringcast.lab.twins.compare`)."""
     from plotly.offline import get_plotlyjs
 
     timelines = timelines or {}
@@ -345,6 +396,9 @@ def render_report(
         parts.append(_sweep(sweep))
     if where:
         parts.append(_where(where))
+    if twins is not None:
+        parts.append("<h2 id='twins'>Simulated and live, side by side</h2>")
+        parts.append(_twins(twins))
     parts.append("<h2 id='properties'>Safety properties</h2>")
     parts.append(_properties(check, timelines, out_dir))
 

@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from ringcast.live.collect import DriverRow, merge, write_trace
-from ringcast.live.firewall import NetState, ruleset
-from ringcast.live.netns import IP, Lab, NetnsUnavailable, lab
+from ringcast.live.firewall import NetState, ruleset, switch_ruleset
+from ringcast.live.netns import IP, Lab, NetnsUnavailable, apply_nft, lab
 from ringcast.live.nft import NftLoader, nft_loader
 from ringcast.live.plan import check_live
 from ringcast.live.tools import LiveError, ensure_tools, has_netem, require_root
@@ -282,6 +282,7 @@ class Driver:
     def _run_in(self, the_lab: Lab) -> None:
         self._write_cluster(the_lab)
         self._network(*self.sc.all_nodes)  # every namespace's table, empty, before the start
+        self._duplication(the_lab)
         # every incarnation the scenario asks for, started now and held at its gate
         boots = {n: 1 for n in self.sc.nodes}
         for a in self.sc.nemesis:
@@ -450,6 +451,17 @@ class Driver:
         texts = {the_lab.hosts[n]: ruleset(n, self.net, self.sc.network, addresses) for n in nodes}
         held = self.nft.apply(texts, self._now)
         return {n: held[the_lab.hosts[n]] for n in nodes}
+
+    def _duplication(self, the_lab: Lab) -> None:
+        """The scenario's duplication, in the switch namespace for the whole run."""
+        nets = range(self.sc.network.networks)
+        text = switch_ruleset(
+            self.sc.network,
+            {m: [the_lab.address(m, k) for k in nets] for m in self.sc.all_nodes},
+            {m: [the_lab.port(m, k) for k in nets] for m in self.sc.all_nodes},
+        )
+        if text is not None:
+            apply_nft({the_lab.switch: text}, self._now)
 
     def _apply_network(self, batch: list[Action]) -> None:
         """The network faults asked for at one instant: the state changed for each in

@@ -71,6 +71,14 @@ def load_payload(size: int) -> bytes:
     return stamp + b"." * max(0, size - len(stamp)) if size >= len(stamp) else stamp[:size]
 
 
+def stamp_of(payload: bytes) -> int | None:
+    """The submit time a :func:`load_payload` carries; None for another payload or one
+    too short to hold its stamp (a ``size`` under 16 keeps only a prefix)."""
+    if len(payload) < _STAMP.size or payload[:8] != _MAGIC:
+        return None
+    return int(_STAMP.unpack_from(payload)[1])
+
+
 BURST = 64
 """Messages the unpaced load generator submits per turn of the event loop."""
 
@@ -99,24 +107,15 @@ async def _generate(g: Group, wl: Workload, stop: asyncio.Event) -> None:
             sent += n
 
 
-def load_stamp(payload: bytes) -> int | None:
-    """When a load payload was made (:func:`load_payload`), or None: not one, or too
-    short to carry its time (a workload of fewer bytes than the stamp)."""
-    if len(payload) < _STAMP.size or payload[:8] != _MAGIC:
-        return None
-    stamp: int = _STAMP.unpack_from(payload)[1]
-    return stamp
-
-
 async def _consume(g: Group, lat: LatencyLog) -> None:
     me = g.node_id
     async for batch in g.batches():
         now = time.monotonic_ns()
         for ev in batch:
             if type(ev) is Delivery and ev.sender == me:
-                stamp = load_stamp(ev.payload)
-                if stamp is not None:
-                    lat.add(now - stamp)
+                sent = stamp_of(ev.payload)
+                if sent is not None:
+                    lat.add(now - sent)
 
 
 async def run_node(

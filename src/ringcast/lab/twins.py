@@ -1,0 +1,150 @@
+"""The simulator and real processes side by side: the same runs (scenario, point and
+seed, so the same run id) simulated and live, compared property by property and on the
+main measures.
+
+For each run both outputs hold, from their ``check.json`` and ``metrics.json``:
+
+* each property's verdict in the run: ``violated`` (the run is among the property's
+  ``violated_runs``), ``holds`` (the property was checked on the protocol's runs) or
+  ``n/a``;
+* the measures of :data:`MEASURES`: the convergence after a crash (the survivors'
+  view: the time to detect it), after a heal (one view again), after a network going
+  down (the redundant ring's failover) and after a restart, each the median over the
+  run's faults of that kind; deliveries a second; messages submitted that no node
+  delivered.
+
+A verdict that differs, or a measure whose live value is more than :data:`FACTOR` times
+the simulated one or less than its 1/:data:`FACTOR` (or zero on one side only), is
+flagged.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ringcast.lab.errors import LabError
+
+FACTOR = 2.0
+"""A measure differs when one side exceeds the other by more than this factor."""
+
+MEASURES: tuple[tuple[str, str, str | None], ...] = (
+    ("crash_ms", "crash to the survivors' view (detection), ms", "crash"),
+    ("heal_ms", "heal to one view, ms", "heal"),
+    ("failover_ms", "network down to the failover's view, ms", "link_down"),
+    ("restart_ms", "restart to its view, ms", "restart"),
+    ("deliveries_per_s", "deliveries a second", None),
+    ("undelivered", "messages submitted and never delivered", None),
+)
+"""(key, label, fault action whose convergence it is; None: a per-run measure)."""
+
+SIM, LIVE = "sim", "live"
+
+
+def mode_of(directory: Path) -> str:
+    """``live`` when ``directory`` is a live run's or a live sweep's output (its
+    ``summary.json`` or ``sweep.json`` says ``mode = "live"``), else ``sim``."""
+    for name in ("sweep.json", "summary.json"):
+        f = directory / name
+        if f.is_file():
+            try:
+                doc = json.loads(f.read_text())
+            except (OSError, ValueError) as e:
+                raise LabError(f"{f}: not readable JSON ({e})") from None
+            return LIVE if isinstance(doc, dict) and doc.get("mode") == LIVE else SIM
+    return SIM
+
+
+def _verdict(prop: dict[str, Any], run: str, protocol: str) -> str:
+    violated = prop.get("violated_runs")
+    if violated is None:  # a check.json written before the list: its counterexamples
+        violated = [c.get("run") for c in prop.get("counterexamples") or []]
+    if run in violated:
+        return "violated"
+    entry = (prop.get("protocols") or {}).get(protocol) or {}
+    return "holds" if entry.get("runs_checked") else "n/a"
+
+
+def _measures(metrics: dict[str, Any], run: dict[str, Any]) -> dict[str, float | None]:
+    conv = {
+        c["action"]: c["p50_ms"]
+        for c in metrics.get("run_convergence") or []
+        if c["run"] == run["run"]
+    }
+    out: dict[str, float | None] = {}
+    for key, _, action in MEASURES:
+        out[key] = conv.get(action) if action is not None else run.get(key)
+    return out
+
+
+def _seed(run: str) -> int | None:
+    """The seed a run id ends with (``scenario[@point]:seed``), for a single run's output
+    (which has no run table)."""
+    tail = run.rpartition(":")[2]
+    return int(tail) if tail.isdigit() else None
+
+
+def _differs(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return False
+    lo, hi = sorted((abs(a), abs(b)))
+    if hi == 0:
+        return False
+    return lo == 0 or hi / lo > FACTOR
+
+
+def compare(sides: dict[str, tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+    """Pair the runs of ``sides`` (``{"sim": (check, metrics), "live": (check,
+    metrics)}``) by run id and compare them; the document the report shows."""
+    if set(sides) != {SIM, LIVE}:
+        raise LabError("a side by side needs one simulated and one live output")
+    runs = {m: {r["run"]: r for r in sides[m][1].get("runs") or []} for m in sides}
+    common = sorted(set(runs[SIM]) & set(runs[LIVE]))
+    props = sorted(
+        set(sides[SIM][0].get("properties", {})) & set(sides[LIVE][0].get("properties", {}))
+    )
+    pairs = []
+    for run in common:
+        s_run, l_run = runs[SIM][run], runs[LIVE][run]
+        protocol = s_run["protocol"]
+        verdicts = {}
+        flagged = []
+        for p in props:
+            v = {m: _verdict(sides[m][0]["properties"][p], run, protocol) for m in sides}
+            differs = v[SIM] != v[LIVE]
+            verdicts[p] = {**v, "differs": differs}
+            if differs:
+                flagged.append(p)
+        ms = {SIM: _measures(sides[SIM][1], s_run), LIVE: _measures(sides[LIVE][1], l_run)}
+        measures = {}
+        for key, label, _ in MEASURES:
+            a, b = ms[SIM][key], ms[LIVE][key]
+            ratio = round(b / a, 2) if a and b is not None else None
+            differs = _differs(a, b)
+            measures[key] = {
+                "label": label,
+                SIM: a,
+                LIVE: b,
+                "ratio": ratio,
+                "differs": differs,
+            }
+            if differs:
+                flagged.append(key)
+        pairs.append(
+            {
+                "run": run,
+                "protocol": protocol,
+                "scenario": s_run["scenario"],
+                "seed": s_run.get("seed") if s_run.get("seed") is not None else _seed(run),
+                "verdicts": verdicts,
+                "measures": measures,
+                "differs": flagged,
+            }
+        )
+    return {
+        "factor": FACTOR,
+        "pairs": pairs,
+        "only_sim": sorted(set(runs[SIM]) - set(runs[LIVE])),
+        "only_live": sorted(set(runs[LIVE]) - set(runs[SIM])),
+    }
