@@ -131,12 +131,18 @@ def test_a_member_prepares_no_view_that_would_split_its_group() -> None:
 
 
 def test_a_stale_join_does_not_split_a_group() -> None:
-    """regress_stale_join (hostile seed 57): A's late JOIN to D is refused by A, now
-    in C's view (refused_view); the check off, D:7 = {D, F, A} left C and E in C:7."""
-    rows = run("regress_stale_join", "two_phase", seed=57)
+    """regress_stale_join (hostile seed 57's faults, run at seed 66, where the stale JOIN
+    happens with today's merge timing): A joins D's view D:8 = {D, F, A}; its earlier
+    JOIN to C is served after, and A refuses C's C:9 = {C, E, A} (refused_view), which
+    would have taken it out of D:8 (the check off, a partial merge)."""
+    rows = run("regress_stale_join", "two_phase", seed=66)
     assert checks.merge_atomicity(rows) == []
     assert checks.safety(rows) == []
-    assert checks.records(rows, "refused_view")
+    in_d = [r["t"] for r in checks.records(rows, "view", "A") if r["members"][0] == "D"]
+    refused = [r for r in checks.records(rows, "refused_view", "A") if r["detail"]["creator"] == "C"]
+    assert in_d and refused and min(in_d) < refused[0]["t"]
+    cast = [r for r in checks.records(rows, "cast_view", "C") if r["view"] == "C:9"]
+    assert cast and "A" in cast[0]["members"] and "join A" in cast[0]["detail"]["why"]
 
 
 def test_a_suspicion_does_not_shrink_a_merge_view() -> None:
