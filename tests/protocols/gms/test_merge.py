@@ -139,7 +139,9 @@ def test_a_stale_join_does_not_split_a_group() -> None:
     assert checks.merge_atomicity(rows) == []
     assert checks.safety(rows) == []
     in_d = [r["t"] for r in checks.records(rows, "view", "A") if r["members"][0] == "D"]
-    refused = [r for r in checks.records(rows, "refused_view", "A") if r["detail"]["creator"] == "C"]
+    refused = [
+        r for r in checks.records(rows, "refused_view", "A") if r["detail"]["creator"] == "C"
+    ]
     assert in_d and refused and min(in_d) < refused[0]["t"]
     cast = [r for r in checks.records(rows, "cast_view", "C") if r["view"] == "C:9"]
     assert cast and "A" in cast[0]["members"] and "join A" in cast[0]["detail"]["why"]
@@ -152,3 +154,17 @@ def test_a_suspicion_does_not_shrink_a_merge_view() -> None:
     assert checks.merge_atomicity(rows) == []
     assert checks.safety(rows) == []
     assert checks.convergence(rows, set("ABCDE")) == []
+
+
+def test_a_takeover_cut_off_from_its_view_adds_no_joiner() -> None:
+    """regress_takeover_takes_a_joiner (hostile seed 659): E takes over alone in its
+    partition side with A:6 prepared (A:5 + the joiner D); its takeover view holds no
+    joiner, so no view merges D's singleton with a fragment of A:5 (before: E:7 = {E, D},
+    a partial merge)."""
+    rows = run("regress_takeover_takes_a_joiner", "two_phase", seed=659)
+    assert checks.merge_atomicity(rows) == []
+    assert checks.safety(rows) == []
+    (takeover,) = [r for r in checks.records(rows, "takeover", "E") if r["t"] < 1_847_000_000]
+    assert len(takeover["detail"]["suspects"]) >= 3
+    cast = [r for r in checks.records(rows, "cast_view", "E") if r["t"] == takeover["t"]]
+    assert cast and cast[0]["members"] == ["E"]

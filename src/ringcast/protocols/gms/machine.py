@@ -768,6 +768,15 @@ class GmsMachine:
                 out.append(Record.of("recommit", view=view.view_id))
                 self._resend_view(tuple(m for m in view.members if m not in self.suspects), out)
         members = [m for m in base.members if m not in self.suspects]
+        kept = sum(1 for m in view.members if m in members)
+        if 2 * kept <= len(view.members):
+            # Cut off from most of its view, it casts an exclusion and nothing more: a
+            # joiner the prepared view added may have formed a view of its own since (a
+            # singleton when its JOIN went unanswered), and a view of it and a fragment
+            # of this one is a partial merge of the two (hostile seed 659: E, alone in
+            # a partition, took over with the joiner D; ``regress_takeover_takes_a_joiner``).
+            # The joiner asks again.
+            members = [m for m in members if m in view]
         self._cast(members, out, floor=floor, why="takeover")
 
     # ------------------------------------------------------------ views arriving
