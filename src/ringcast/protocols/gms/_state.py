@@ -132,7 +132,7 @@ CLIENT = TransitionTable(
         (St.JOINING, "VIEW"): _t("joiner_view", St.JOINING, St.PARTICIPANT),
         (St.JOINING, "PREPARE_VIEW"): _t("on_prepare_view", St.JOINING),
         (St.JOINING, "COMMIT_VIEW"): _t("joiner_view", St.JOINING, St.PARTICIPANT),
-        (St.JOINING, "join_timer"): _t("join_retry", St.DISCOVERING),
+        (St.JOINING, "join_timer"): _t("join_retry", St.DISCOVERING, St.JOINING),
         (St.JOINING, "status_timer"): _t("status_tick", St.JOINING),
         (St.JOINING, "MSG"): _t("on_msg", St.JOINING),
         (St.JOINING, "stop"): _t("left", St.LEFT),

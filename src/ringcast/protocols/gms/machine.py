@@ -176,6 +176,7 @@ class GmsMachine:
         self.join_attempts = 0
         # two-phase participant
         self.prepared: GView | None = None
+        self.prepared_at = 0
         # coordinator
         self.install: _Install | None = None
         self.q_joins: set[str] = set()
@@ -339,6 +340,21 @@ class GmsMachine:
         out.append(SetTimer(TIMER_OF["join_timer"], self.join_timeout))
 
     def _join_retry(self, src: str, arg: Any, out: list[Effect]) -> None:
+        p = self.prepared
+        if (
+            p is not None
+            and self.node_id in p
+            and self.now - self.prepared_at < self.ack_timeout
+        ):
+            # two_phase: the view that admits this node is being installed (it prepared
+            # it): the JoinRsp comes with the commit, which may wait for the slowest
+            # member up to view_ack_collection_timeout, longer than join_timeout. Wait
+            # for it; a joiner that gave up formed a view of its own, and the view that
+            # admitted it then merged that view with part of the group
+            # (``regress_joiner_gives_up_while_prepared``).
+            out.append(Record.of("join_wait", view=p.view_id))
+            out.append(SetTimer(TIMER_OF["join_timer"], self.join_timeout))
+            return
         out.append(Record.of("join_retry", attempt=self.join_attempts))
         self._discover(src, arg, out)
 
@@ -391,6 +407,10 @@ class GmsMachine:
             self.merge_lock = None
         out.append(InstallView(View(v.view_id, v.members)))
         out.append(LeaderChanged(v.members[0], v.view_id))
+        # INFO at once: a merge leader about to decide hears of this view now, not up
+        # to an interval later (a restarted member's singleton was left out of a merge
+        # decided 260 ms after it formed: ``regress_new_view_unheard``)
+        out.append(Multicast(M.MergeInfo(v.view_id, v.members[0])))
         self.data.install(v, self.now, out)
         if self.held:
             self._release(out)
@@ -845,6 +865,7 @@ class GmsMachine:
                 mine = self.view.members[0] == self.node_id
                 self.state = St.COORDINATOR if mine else St.PARTICIPANT
         self.prepared = v
+        self.prepared_at = self.now
         out.append(Send(src, M.ViewAck(v.view_id)))
         out.append(SetTimer(TIMER_OF["status_timer"], self.status_timeout))
 
