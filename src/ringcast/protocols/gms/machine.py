@@ -341,11 +341,7 @@ class GmsMachine:
 
     def _join_retry(self, src: str, arg: Any, out: list[Effect]) -> None:
         p = self.prepared
-        if (
-            p is not None
-            and self.node_id in p
-            and self.now - self.prepared_at < self.ack_timeout
-        ):
+        if p is not None and self.node_id in p and self.now - self.prepared_at < self.ack_timeout:
             # two_phase: the view that admits this node is being installed (it prepared
             # it): the JoinRsp comes with the commit, which may wait for the slowest
             # member up to view_ack_collection_timeout, longer than join_timeout. Wait
