@@ -44,6 +44,14 @@ def test_a_partition_healed_under_25_percent_loss_settles(seed: int) -> None:
     sc = load_scenario(SCENARIOS / "regress_lossy_merge.toml")
     rows = Simulation(sc, seed=seed).run().events()
     heal = next(a.at for a in sc.nemesis if a.action == "heal")
+    # the condition: the partition loses the ring, and a new one forms after the heal
+    # on a network losing a quarter of its packets
+    assert sc.network.loss >= 0.25
+    cut = next(a.at for a in sc.nemesis if a.action == "partition")
+    regular = [r for r in rows if r["kind"] == "view" and not r.get("transitional")]
+    before = {r["view"] for r in regular if r["t"] < cut}
+    after = {r["view"] for r in regular if r["t"] > heal}
+    assert after and not after & before
     st = settle_time(rows, set(sc.nodes), heal)
     assert st is not None and st <= 10 * TOKEN_TIMEOUT, st
 
@@ -77,6 +85,13 @@ def test_fail_sets_do_not_outlive_their_round() -> None:
     sets scoped to a membership round they rejoin; before, they never did."""
     sc = load_scenario(SCENARIOS / "regress_fail_set_camps.toml")
     rows = Simulation(sc, seed=323).run().events()
+    # the condition: the others form a ring without N2 and N6 while both are paused
+    paused = max(a.at for a in sc.nemesis if a.action == "pause")
+    resumed = min(a.at for a in sc.nemesis if a.action == "resume")
+    regular = [r for r in rows if r["kind"] == "view" and not r.get("transitional")]
+    without = [r for r in regular if not {"N2", "N6"} & set(r["members"])]
+    assert any(paused < r["t"] < resumed for r in without)
+    assert {r["node"] for r in without} == set(sc.nodes) - {"N2", "N6"}
     last_fault = max(a.at for a in sc.nemesis)
     st = settle_time(rows, set(sc.nodes), last_fault)
     assert st is not None and st <= 20 * TOKEN_TIMEOUT, st

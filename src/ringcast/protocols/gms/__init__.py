@@ -109,6 +109,7 @@ SPEC = register(
             "previous_incarnation",
             "restarted",
             "join_retry",
+            "join_wait",
             "join_rejected",
             "singleton",
             "cast_view",
