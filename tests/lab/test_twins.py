@@ -16,7 +16,7 @@ from ringcast.cli.main import main
 from ringcast.lab.checks import run_checks
 from ringcast.lab.metrics import compute_metrics
 from ringcast.lab.report import render_report
-from ringcast.lab.twins import compare, mode_of
+from ringcast.lab.twins import compare, mode_of, side_of
 
 ABC = ["A", "B", "C"]
 
@@ -113,7 +113,10 @@ def test_report_twin_needs_one_simulated_and_one_live_output(
     rc = main(["lab", "report", str(a), "--twin", str(b), "--out", str(tmp_path / "r.html")])
     assert rc == 2
     err = capsys.readouterr().err.strip()
-    assert err.endswith("are both sim outputs; give one simulated and one live")
+    assert err.endswith(
+        "are both sim outputs; give one simulated and one live, or a live run of ringcast "
+        "and one of a reference system"
+    )
     assert "\n" not in err
 
 
@@ -149,3 +152,56 @@ def test_the_measures_a_side_by_side_reads(spark: Any) -> None:
     assert {r["run"]: r["undelivered"] for r in m["runs"]} == {"ok": 1, "bad": 1}
     (va,) = run_checks(trace, properties=["view_agreement"])
     assert va.violated_runs == ["bad"]
+
+
+def test_ringcast_beside_a_reference_compares_only_what_both_check(tmp_path: Path) -> None:
+    """A live run of ringcast's totem and one of corosync (same run id): a property
+    corosync does not claim is no difference; one both check and that differs is."""
+
+    def side(protocol: str, props: dict[str, list[str] | None]) -> Any:
+        check = {
+            "properties": {
+                name: {
+                    "status": "violated" if violated else "holds",
+                    "violated_runs": violated or [],
+                    "counterexamples": [],
+                    "protocols": {protocol: {"runs_checked": 0 if violated is None else 1}},
+                }
+                for name, violated in props.items()
+            }
+        }
+        metrics = {
+            "runs": [
+                {
+                    "run": "c:1",
+                    "protocol": protocol,
+                    "scenario": "c",
+                    "seed": 1,
+                    "deliveries_per_s": 480.0,
+                    "undelivered": 0,
+                }
+            ],
+            "run_convergence": [
+                {"run": "c:1", "action": "crash", "p50_ms": 210.0 if protocol == "totem" else 447.0}
+            ],
+        }
+        return check, metrics
+
+    ours = side("totem", {"safe_delivery": [], "total_order": [], "integrity": []})
+    theirs = side("corosync", {"safe_delivery": None, "total_order": ["c:1"], "integrity": []})
+    doc = compare({"corosync": theirs, "live": ours})
+    assert doc["sides"] == ["live", "corosync"]
+    (pair,) = doc["pairs"]
+    assert pair["protocols"] == {"live": "totem", "corosync": "corosync"}
+    assert pair["verdicts"]["safe_delivery"]["differs"] is False  # n/a at corosync
+    assert pair["verdicts"]["total_order"] == {
+        "live": "holds",
+        "corosync": "violated",
+        "differs": True,
+    }
+    assert pair["measures"]["crash_ms"]["ratio"] == 2.13
+    assert pair["differs"] == ["total_order", "crash_ms"]
+    html = render_report({"properties": {}}, {}, twins=doc)
+    assert "Ringcast (live) and corosync, side by side" in html
+    a = _out(tmp_path / "a", {"mode": "live", "system": "corosync"})
+    assert side_of(a) == "corosync" and side_of(_out(tmp_path / "b", {"mode": "live"})) == "live"

@@ -138,16 +138,18 @@ def report_dir(
     there first when they are missing (Spark is started only then), and the space-time
     diagrams it links to in ``timelines/`` beside it (:mod:`ringcast.lab.diagrams`).
     ``twin``: the other half of a side by side (a live output when ``directory`` is a
-    simulated one, or the reverse), compared run by run (:mod:`ringcast.lab.twins`)."""
+    simulated one, or the reverse; or a reference system's live run beside ringcast's),
+    compared run by run (:mod:`ringcast.lab.twins`)."""
     check, metrics = _documents(spark_factory, directory, **kw)
     twins = None
     if twin is not None:
-        modes = {twins_mod.mode_of(directory): directory, twins_mod.mode_of(twin): twin}
+        modes = {twins_mod.side_of(directory): directory, twins_mod.side_of(twin): twin}
         if len(modes) != 2:
             (mode,) = modes
             raise LabError(
                 f"--twin {twin}: {directory} and it are both {mode} outputs; "
-                "give one simulated and one live"
+                "give one simulated and one live, or a live run of ringcast and one of "
+                "a reference system"
             )
         sides = {directory: (check, metrics), twin: _documents(spark_factory, twin, **kw)}
         twins = twins_mod.compare({m: sides[d] for m, d in modes.items()})

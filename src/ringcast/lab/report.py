@@ -321,46 +321,74 @@ def _cell(v: Any, differs: bool) -> str:
     return f"<td class='violated'>{text}</td>" if differs else f"<td>{text}</td>"
 
 
+SIDE_NAMES = {"sim": "simulated", "live": "live"}
+
+
+def _side_name(side: str, sides: list[str]) -> str:
+    if side == "live" and any(s not in SIDE_NAMES for s in sides):
+        return "ringcast (live)"
+    return SIDE_NAMES.get(side, side)
+
+
+def twins_title(doc: dict[str, Any]) -> str:
+    """The side by side's heading: its two sides by name."""
+    a, b = (_side_name(s, doc["sides"]) for s in doc["sides"])
+    return f"{a[:1].upper()}{a[1:]} and {b}, side by side"
+
+
 def _twins(doc: dict[str, Any]) -> str:
-    """The side by side of simulated and live runs (:mod:`ringcast.lab.twins`)."""
+    """A side by side of two outputs of the same runs (:mod:`ringcast.lab.twins`):
+    simulated and live, or ringcast's nodes and a reference system's."""
     pairs = doc.get("pairs") or []
+    first, second = doc["sides"]
+    names = [_side_name(s, doc["sides"]) for s in doc["sides"]]
+    what = (
+        "simulated and on real processes"
+        if set(doc["sides"]) == {"sim", "live"}
+        else f"on real processes, by ringcast's nodes and by {second}'s"
+    )
     text = [
-        "<p class='note'>The same runs (scenario, point, seed) simulated and on real "
-        "processes: each property's verdict and the main measures; in red where the "
-        f"verdicts differ or a measure differs by more than {_fmt(doc.get('factor'))}x "
-        "(or is zero on one side only).</p>"
+        f"<p class='note'>The same runs (scenario, point, seed) {what}: each property's "
+        "verdict and the main measures; in red where the verdicts differ or a measure "
+        f"differs by more than {_fmt(doc.get('factor'))}x (or is zero on one side "
+        "only).</p>"
     ]
     if not pairs:
         text.append("<p class='note'>no run is in both outputs</p>")
     for p in pairs:
         flagged = p["differs"]
-        head = f"{p['run']} ({p['protocol']})"
+        head = f"{p['run']} ({' / '.join(dict.fromkeys((p.get('protocols') or {}).values()))})"
+        if not p.get("protocols"):
+            head = f"{p['run']} ({p['protocol']})"
         note = (
             f" <span class='violated'>differs: {escape(', '.join(flagged))}</span>"
             if flagged
             else " <span class='holds'>agrees</span>"
         )
-        rows = ["<tr><th></th><th>simulated</th><th>live</th><th>live / simulated</th></tr>"]
+        rows = [
+            f"<tr><th></th><th>{escape(names[0])}</th><th>{escape(names[1])}</th>"
+            f"<th>{escape(names[1])} / {escape(names[0])}</th></tr>"
+        ]
         for name, v in p["verdicts"].items():
-            if v["sim"] == v["live"] == "n/a":
+            if v[first] == v[second] == "n/a":
                 continue
             rows.append(
-                f"<tr><td>{escape(name)}</td>{_cell(v['sim'], v['differs'])}"
-                f"{_cell(v['live'], v['differs'])}<td></td></tr>"
+                f"<tr><td>{escape(name)}</td>{_cell(v[first], v['differs'])}"
+                f"{_cell(v[second], v['differs'])}<td></td></tr>"
             )
         for m in p["measures"].values():
-            if m["sim"] is None and m["live"] is None:
+            if m[first] is None and m[second] is None:
                 continue
             rows.append(
-                f"<tr><td>{escape(m['label'])}</td>{_cell(m['sim'], m['differs'])}"
-                f"{_cell(m['live'], m['differs'])}{_cell(m['ratio'], m['differs'])}</tr>"
+                f"<tr><td>{escape(m['label'])}</td>{_cell(m[first], m['differs'])}"
+                f"{_cell(m[second], m['differs'])}{_cell(m['ratio'], m['differs'])}</tr>"
             )
         text.append(f"<h3>{escape(head)}{note}</h3><table>{''.join(rows)}</table>")
-    for side, key in (("simulated", "only_sim"), ("live", "only_live")):
-        if doc.get(key):
+    for side, name in zip(doc["sides"], names, strict=True):
+        if doc.get(f"only_{side}"):
             text.append(
-                f"<p class='note'>{len(doc[key])} {side} runs have no twin: "
-                f"{escape(', '.join(doc[key][:10]))}</p>"
+                f"<p class='note'>{len(doc[f'only_{side}'])} {escape(name)} runs have no "
+                f"twin: {escape(', '.join(doc[f'only_{side}'][:10]))}</p>"
             )
     return "".join(text)
 
@@ -397,7 +425,7 @@ def render_report(
     if where:
         parts.append(_where(where))
     if twins is not None:
-        parts.append("<h2 id='twins'>Simulated and live, side by side</h2>")
+        parts.append(f"<h2 id='twins'>{escape(twins_title(twins))}</h2>")
         parts.append(_twins(twins))
     parts.append("<h2 id='properties'>Safety properties</h2>")
     parts.append(_properties(check, timelines, out_dir))

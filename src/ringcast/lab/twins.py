@@ -1,6 +1,7 @@
-"""The simulator and real processes side by side: the same runs (scenario, point and
-seed, so the same run id) simulated and live, compared property by property and on the
-main measures.
+"""Two outputs of the same runs side by side: the simulator and real processes (the
+same runs, scenario, point and seed, so the same run id, simulated and live), or
+ringcast's nodes and a reference system's on real processes (``ringcast live --system``:
+the same run ids), compared property by property and on the main measures.
 
 For each run both outputs hold, from their ``check.json`` and ``metrics.json``:
 
@@ -13,9 +14,10 @@ For each run both outputs hold, from their ``check.json`` and ``metrics.json``:
   run's faults of that kind; deliveries a second; messages submitted that no node
   delivered.
 
-A verdict that differs, or a measure whose live value is more than :data:`FACTOR` times
-the simulated one or less than its 1/:data:`FACTOR` (or zero on one side only), is
-flagged.
+A verdict that differs, or a measure whose second side's value is more than
+:data:`FACTOR` times the first's or less than its 1/:data:`FACTOR` (or zero on one side
+only), is flagged. Between ringcast and a reference, which claim different properties, a
+property one side does not check (``n/a``) is not a difference.
 """
 
 from __future__ import annotations
@@ -56,6 +58,24 @@ def mode_of(directory: Path) -> str:
     return SIM
 
 
+def side_of(directory: Path) -> str:
+    """The side ``directory`` is in a side by side: a reference system's name for a live
+    run of one (its ``summary.json`` or ``sweep.json`` names the ``system``), else
+    :func:`mode_of`."""
+    for name in ("sweep.json", "summary.json"):
+        f = directory / name
+        if f.is_file():
+            try:
+                doc = json.loads(f.read_text())
+            except (OSError, ValueError) as e:
+                raise LabError(f"{f}: not readable JSON ({e})") from None
+            system = doc.get("system") if isinstance(doc, dict) else None
+            if isinstance(system, str) and system != "ringcast":
+                return system
+            break
+    return mode_of(directory)
+
+
 def _verdict(prop: dict[str, Any], run: str, protocol: str) -> str:
     violated = prop.get("violated_runs")
     if violated is None:  # a check.json written before the list: its counterexamples
@@ -94,47 +114,69 @@ def _differs(a: float | None, b: float | None) -> bool:
     return lo == 0 or hi / lo > FACTOR
 
 
+def order(sides: list[str]) -> tuple[str, str]:
+    """The two sides as the report shows them: simulated before live, ringcast's live
+    run before a reference's."""
+    if len(set(sides)) != 2:
+        raise LabError(f"a side by side needs two outputs of different kinds, got {sides}")
+    a, b = sides
+    if a in (SIM, LIVE) and b in (SIM, LIVE):
+        return (SIM, LIVE)
+    if b == LIVE:  # a reference first: ringcast's live run goes first
+        return (b, a)
+    if a == LIVE:
+        return (a, b)
+    raise LabError(
+        f"a side by side of {a} and {b}: give a simulated and a live output, or a live "
+        "run of ringcast and one of a reference system"
+    )
+
+
 def compare(sides: dict[str, tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
-    """Pair the runs of ``sides`` (``{"sim": (check, metrics), "live": (check,
-    metrics)}``) by run id and compare them; the document the report shows."""
-    if set(sides) != {SIM, LIVE}:
-        raise LabError("a side by side needs one simulated and one live output")
+    """Pair the runs of ``sides`` (two of ``{"sim": (check, metrics), "live": ...,
+    "<reference>": ...}``) by run id and compare them; the document the report shows
+    (each side's values under its name; ``sides`` the two names in order)."""
+    first, second = order(list(sides))
     runs = {m: {r["run"]: r for r in sides[m][1].get("runs") or []} for m in sides}
-    common = sorted(set(runs[SIM]) & set(runs[LIVE]))
+    common = sorted(set(runs[first]) & set(runs[second]))
     props = sorted(
-        set(sides[SIM][0].get("properties", {})) & set(sides[LIVE][0].get("properties", {}))
+        set(sides[first][0].get("properties", {})) & set(sides[second][0].get("properties", {}))
     )
     pairs = []
     for run in common:
-        s_run, l_run = runs[SIM][run], runs[LIVE][run]
-        protocol = s_run["protocol"]
+        r = {m: runs[m][run] for m in (first, second)}
+        protocols = {m: r[m]["protocol"] for m in r}
         verdicts = {}
         flagged = []
         for p in props:
-            v = {m: _verdict(sides[m][0]["properties"][p], run, protocol) for m in sides}
-            differs = v[SIM] != v[LIVE]
+            v = {m: _verdict(sides[m][0]["properties"][p], run, protocols[m]) for m in r}
+            differs = v[first] != v[second] and (
+                protocols[first] == protocols[second] or "n/a" not in v.values()
+            )
             verdicts[p] = {**v, "differs": differs}
             if differs:
                 flagged.append(p)
-        ms = {SIM: _measures(sides[SIM][1], s_run), LIVE: _measures(sides[LIVE][1], l_run)}
+        ms = {m: _measures(sides[m][1], r[m]) for m in r}
         measures = {}
         for key, label, _ in MEASURES:
-            a, b = ms[SIM][key], ms[LIVE][key]
+            a, b = ms[first][key], ms[second][key]
             ratio = round(b / a, 2) if a and b is not None else None
             differs = _differs(a, b)
             measures[key] = {
                 "label": label,
-                SIM: a,
-                LIVE: b,
+                first: a,
+                second: b,
                 "ratio": ratio,
                 "differs": differs,
             }
             if differs:
                 flagged.append(key)
+        s_run = r[first]
         pairs.append(
             {
                 "run": run,
-                "protocol": protocol,
+                "protocol": protocols[first],
+                "protocols": protocols,
                 "scenario": s_run["scenario"],
                 "seed": s_run.get("seed") if s_run.get("seed") is not None else _seed(run),
                 "verdicts": verdicts,
@@ -144,7 +186,8 @@ def compare(sides: dict[str, tuple[dict[str, Any], dict[str, Any]]]) -> dict[str
         )
     return {
         "factor": FACTOR,
+        "sides": [first, second],
         "pairs": pairs,
-        "only_sim": sorted(set(runs[SIM]) - set(runs[LIVE])),
-        "only_live": sorted(set(runs[LIVE]) - set(runs[SIM])),
+        f"only_{first}": sorted(set(runs[first]) - set(runs[second])),
+        f"only_{second}": sorted(set(runs[second]) - set(runs[first])),
     }
