@@ -72,15 +72,16 @@ import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from ringcast.lab.errors import LabError
 from ringcast.lab.expect import EXPECT_KEY, Expectation
 from ringcast.protocols import registry
 from ringcast.protocols.registry import PROPERTIES
 from ringcast.sim.scenario import NODE_NAMES, ScenarioError, parse_scenario
+
+if TYPE_CHECKING:  # the sweep file's schema is the driver's alone (executors lack pydantic)
+    from ringcast.lab.sweepfile import _Expect, _Generator
 
 
 def is_fixed(doc: dict[str, Any]) -> bool:
@@ -150,116 +151,6 @@ def _parse_live(raw: Any, source: str) -> LiveSweep | None:
     return LiveSweep(sample, real)
 
 
-class _Table(BaseModel):
-    """A TOML table of the sweep file: its keys typed, no other key allowed, no value
-    coerced (``true`` is not a count)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-_Count = Annotated[int, Field(ge=0)]
-_Share = Annotated[float, Field(ge=0, le=1)]
-_Timeouts = Annotated[float, Field(ge=1, le=1000)]
-
-
-class _Generator(_Table):
-    kind: Literal["hostile"] | None = None
-    garble: _Share = 0.0
-    quiet: _Timeouts | None = None
-    nodes: Any = None  # a group size or [fewest, most]: _group_sizes checks it
-    settings: dict[str, Any] = {}
-
-
-class _Expect(_Table):
-    protocol: str
-    violates: str | Annotated[list[str], Field(min_length=1)]
-    why: str
-    where: dict[str, Any] = {}
-
-
-class _SweepFile(_Table):
-    name: Any = None
-    scenarios: str | list[str] | None = None
-    seeds: Annotated[int, Field(ge=1)] | Annotated[list[_Count], Field(min_length=1)] = 1
-    grid: dict[str, Annotated[list[Any], Field(min_length=1)]] = {}
-    partitions: _Count = 0
-    protocols: Any = None
-    expect: list[_Expect] = []
-    live: Any = None  # true or a table: _parse_live checks it
-    generator: _Generator | None = None
-
-
-_SWEEP_SAYS = {
-    "scenarios": "expected a list of file globs",
-    "grid": "expected a table of non-empty lists",
-    "partitions": "expected an integer >= 0",
-}
-_GENERATOR_SAYS = {
-    "kind": "expected one of " + ", ".join(("hostile",)),
-    "settings": "expected a table of protocol settings tables",
-}
-_EXPECT_SAYS = {
-    "protocol": "expected a protocol name",
-    "violates": "expected a non-empty list of property names",
-    "why": "expected a sentence saying why the violation is expected",
-    "where": "expected a table of grid keys and values",
-}
-
-
-def _sweep_error(err: Any, data: dict[str, Any], source: str) -> LabError:
-    """One line naming the file, the key and what it should hold, for a schema error."""
-    loc, kind, value = tuple(err["loc"]), err["type"], err.get("input")
-    top = str(loc[0])
-    if kind == "extra_forbidden" and len(loc) == 1:
-        known = ", ".join(sorted(_SweepFile.model_fields))
-        return LabError(f"{source}: {top}: unknown key (known: {known})")
-    if top == "seeds":
-        return LabError(
-            f"{source}: seeds: expected a positive count or a list of integers >= 0, "
-            f"got {data.get('seeds')!r}"
-        )
-    if top == "generator":
-        where = f"{source}: generator"
-        if len(loc) == 1:
-            return LabError(f"{where}: expected a table")
-        key = str(loc[1])
-        if kind == "extra_forbidden":
-            known = ", ".join(sorted(_Generator.model_fields))
-            return LabError(f"{where}.{key}: unknown key (known: {known})")
-        if key == "garble":
-            return LabError(
-                f"{where}.garble: expected a share of messages in [0, 1], got {value!r}"
-            )
-        if key == "quiet":
-            return LabError(
-                f"{where}.quiet: expected a number of timeouts in [1, 1000], got {value!r}"
-            )
-        return LabError(f"{where}.{key}: {_GENERATOR_SAYS[key]}")
-    if top == EXPECT_KEY:
-        if len(loc) <= 2 or not isinstance(loc[1], int):
-            return LabError(f"{source}: {EXPECT_KEY}: expected [[{EXPECT_KEY}]] tables")
-        at = f"{source}: [[{EXPECT_KEY}]] #{loc[1] + 1}"
-        key = str(loc[2])
-        if kind == "extra_forbidden":
-            return LabError(f"{at}: {key}: unknown key (known: {', '.join(EXPECT_FIELDS)})")
-        if kind == "missing":
-            return LabError(f"{at}: {key}: missing")
-        return LabError(f"{at}: {key}: {_EXPECT_SAYS[key]}")
-    return LabError(f"{source}: {top}: {_SWEEP_SAYS.get(top, err['msg'])}")
-
-
-def _validate(data: dict[str, Any], source: str) -> _SweepFile:
-    """The sweep file's keys typed, or a :class:`LabError` for the first that is wrong
-    (an unknown key first, then a missing one)."""
-    try:
-        return _SweepFile.model_validate(data)
-    except ValidationError as e:
-        errors = e.errors(include_url=False)
-        rank = {"extra_forbidden": 0, "missing": 1}
-        first = min(errors, key=lambda x: (rank.get(x["type"], 2), errors.index(x)))
-        raise _sweep_error(first, data, source) from None
-
-
 def load_sweep(path: str | Path, *, seeds: int | None = None) -> Sweep:
     """Read a sweep file and expand it (``seeds`` overrides the file's seed count)."""
     p = Path(path)
@@ -280,7 +171,9 @@ def parse_sweep(
     """Validate a parsed sweep document and expand its runs."""
     if seeds is not None:
         data = {**data, "seeds": seeds}
-    doc = _validate(data, source)
+    from ringcast.lab.sweepfile import validate
+
+    doc = validate(data, source)
     generator = data.get("generator")
     patterns = (
         doc.scenarios if doc.scenarios is not None else ([] if generator is not None else None)
@@ -318,15 +211,11 @@ def parse_sweep(
     return sweep
 
 
-EXPECT_FIELDS = ("protocol", "where", "violates", "why")
-
-
 def parse_expectations(raw: Any, grid: dict[str, list[Any]], source: str) -> list[Expectation]:
     """Validate the ``[[expect]]`` tables of a sweep file against its ``grid``."""
-    try:
-        tables = _SweepFile.model_validate({EXPECT_KEY: raw}).expect
-    except ValidationError as e:
-        raise _sweep_error(e.errors(include_url=False)[0], {}, source) from None
+    from ringcast.lab.sweepfile import expect_tables
+
+    tables = expect_tables(raw, source)
     return [
         _expectation(t, grid, f"{source}: [[{EXPECT_KEY}]] #{k}") for k, t in enumerate(tables, 1)
     ]
@@ -345,7 +234,9 @@ def _expectation(t: _Expect, grid: dict[str, list[Any]], at: str) -> Expectation
                 f"{at}: violates: unknown property {name!r} (known: {', '.join(PROPERTIES)})"
             )
     if not t.why.strip():
-        raise LabError(f"{at}: why: {_EXPECT_SAYS['why']}")
+        from ringcast.lab.sweepfile import EXPECT_SAYS
+
+        raise LabError(f"{at}: why: {EXPECT_SAYS['why']}")
     point: dict[str, Any] = {}
     for key, value in t.where.items():
         if key not in grid:
@@ -553,7 +444,9 @@ def _generate(sweep: Sweep, gen: _Generator, protocols: Any, source: str) -> Non
         nodes=_group_sizes(raw_nodes, where),
     )
     if gen.kind is None:
-        raise LabError(f"{where}.kind: {_GENERATOR_SAYS['kind']}")
+        from ringcast.lab.sweepfile import GENERATOR_SAYS
+
+        raise LabError(f"{where}.kind: {GENERATOR_SAYS['kind']}")
     if not isinstance(protocols, list) or not protocols:
         raise LabError(f"{source}: protocols: a generator needs the list of protocols to run")
     all_settings = gen.settings
