@@ -44,9 +44,9 @@ MEASURES: tuple[tuple[str, str, str | None], ...] = (
 SIM, LIVE = "sim", "live"
 
 
-def mode_of(directory: Path) -> str:
-    """``live`` when ``directory`` is a live run's or a live sweep's output (its
-    ``summary.json`` or ``sweep.json`` says ``mode = "live"``), else ``sim``."""
+def _output_doc(directory: Path) -> dict[str, Any]:
+    """The output's ``sweep.json`` or, for a single run, ``summary.json`` (empty if it
+    has neither)."""
     for name in ("sweep.json", "summary.json"):
         f = directory / name
         if f.is_file():
@@ -54,26 +54,25 @@ def mode_of(directory: Path) -> str:
                 doc = json.loads(f.read_text())
             except (OSError, ValueError) as e:
                 raise LabError(f"{f}: not readable JSON ({e})") from None
-            return LIVE if isinstance(doc, dict) and doc.get("mode") == LIVE else SIM
-    return SIM
+            return doc if isinstance(doc, dict) else {}
+    return {}
+
+
+def mode_of(directory: Path) -> str:
+    """``live`` when ``directory`` is a live run's or a live sweep's output (its
+    ``summary.json`` or ``sweep.json`` says ``mode = "live"``), else ``sim``."""
+    return LIVE if _output_doc(directory).get("mode") == LIVE else SIM
 
 
 def side_of(directory: Path) -> str:
     """The side ``directory`` is in a side by side: a reference system's name for a live
     run of one (its ``summary.json`` or ``sweep.json`` names the ``system``), else
     :func:`mode_of`."""
-    for name in ("sweep.json", "summary.json"):
-        f = directory / name
-        if f.is_file():
-            try:
-                doc = json.loads(f.read_text())
-            except (OSError, ValueError) as e:
-                raise LabError(f"{f}: not readable JSON ({e})") from None
-            system = doc.get("system") if isinstance(doc, dict) else None
-            if isinstance(system, str) and system != "ringcast":
-                return system
-            break
-    return mode_of(directory)
+    doc = _output_doc(directory)
+    system = doc.get("system")
+    if isinstance(system, str) and system != "ringcast":
+        return system
+    return LIVE if doc.get("mode") == LIVE else SIM
 
 
 def _verdict(prop: dict[str, Any], run: str, protocol: str) -> str:
