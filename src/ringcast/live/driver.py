@@ -576,6 +576,8 @@ class Driver:
     def _finish(self, wall: float) -> LiveRun:
         sc = self.sc
         states = {n: np_.state for n, np_ in self.nodes.items()}
+        if self.setup is not None:  # a reference's killed lives: the rows never read
+            references.mend(self.setup)
         table = merge(self.work / "trace", self.run_id, self.rows, states, sc.duration)
         protocol = sc.protocol if self.system == RINGCAST else self.system
         write_trace(table, self.out / "trace.parquet", protocol)

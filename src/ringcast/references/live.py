@@ -187,6 +187,25 @@ def prepare(system: str, work: Path, sc: Scenario, run: str, addresses: dict[str
     return path
 
 
+RECORDER = "recorder.json"
+"""In a member's state directory: its recorder's module and arguments (its last life's)."""
+
+
+def mend(setup_path: Path) -> None:
+    """After a live run: complete the trace of every member's life that was killed with
+    its recorder's wrapper, from the events its recorder wrote
+    (:func:`ringcast.references.recording.mend`). A node killed with ``kill -9`` then
+    loses no row its recorder wrote, as a ringcast node's write-through trace loses none
+    (a message it sent and the others delivered is in its trace)."""
+    setup = Setup.read(setup_path)
+    main_of = importlib.import_module(member(setup.system).module + ".__main__").main
+    root = Path(setup.state_root)
+    for state in sorted(root.iterdir()) if root.exists() else []:
+        spec = state / RECORDER
+        if spec.exists():
+            main_of([*json.loads(spec.read_text())["args"], "--mend"])
+
+
 def command(setup: Path, node: str, live_dir: Path) -> list[str]:
     """The arguments of ``python -m ringcast.references.member`` for one incarnation."""
     return [

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from ringcast.live.netns import IP
-from ringcast.references.live import Setup, member, workload
+from ringcast.references.live import RECORDER, Setup, member, workload
 from ringcast.runtime.liverun import GATE_POLL_S, read_plans, write_atomic
 
 DAEMON_STOP_S = 10.0
@@ -100,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
             *wl.arguments(),
             *m.arguments(node, setup),
         ]
+        # what mends this life's trace after the run, should it be killed (live.mend)
+        write_atomic(state / RECORDER, {"module": m.module, "args": rec})
         main_of = importlib.import_module(m.module + ".__main__").main
         code: int = main_of(rec)
         return code

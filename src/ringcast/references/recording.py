@@ -135,6 +135,12 @@ def arguments(prog: str) -> argparse.ArgumentParser:
         action="store_true",
         help="hand each row to the kernel as it comes (a live run: a kill loses no row)",
     )
+    ap.add_argument(
+        "--mend",
+        action="store_true",
+        help="start nothing: add to each earlier life's trace the rows its recorder "
+        "wrote and its wrapper, killed with it, did not read (after a live run)",
+    )
     return ap
 
 
@@ -156,7 +162,7 @@ def run(
     args: argparse.Namespace,
     protocol: str,
     cmd: Sequence[str],
-    make: Callable[[Add, Callable[[str, list[str]], None], Callable[[int], None]], Recording],
+    make: MakeRecording,
     first: Callable[[int], Sequence[str]] = lambda k: [str(k)],
 ) -> int:
     """Run recorder ``cmd``, turning its output into the trace of node ``args.name``
@@ -164,6 +170,9 @@ def run(
     ``first(k)``: the arguments that number the recorder's messages from ``k``.
     SIGINT (leave) and SIGTERM (stop) stop the recorder (the module's doc). 0 when it
     ended with ``end``."""
+    if args.mend:
+        mend(args, protocol, make)
+        return 0
     store = StateStore(args.state_dir)
     boot = int(store.get("host.boots") or b"0") + 1
     store.put("host.boots", str(boot).encode())
@@ -231,6 +240,76 @@ def run(
             signal.signal(sig, handler)
     log.info("recorder ended", fields={"why": rec.ended})
     return 0 if rec.ended == "stopped" else 1
+
+
+OnView = Callable[[str, list[str]], None]
+MakeRecording = Callable[[Add, OnView, Callable[[int], None]], "Recording"]
+"""Makes a system's :class:`Recording` from ``(add, on_view, on_delivered)``."""
+
+WRAPPER_END = ("stats", "fault")
+"""The kinds of the rows a wrapper writes last, when it saw its recorder's end."""
+
+
+def mend(args: argparse.Namespace, protocol: str, make: MakeRecording) -> list[int]:
+    """Complete the traces of a node's lives whose wrapper was killed with its recorder
+    (``kill -9`` of the node's process group): the recorder's events file holds every
+    line it wrote, the trace only those the wrapper had read. Each such life's events are
+    turned into rows again, as the wrapper turns them, and the rows past those already in
+    its trace are appended to it. A life whose trace ends with its wrapper's last row
+    (it saw the recorder end) is left as it is. The lives mended, with rows added."""
+    store = StateStore(args.state_dir)
+    mended = []
+    for events in sorted(args.state_dir.glob(f"{protocol}-events.*.jsonl")):
+        boot = int(events.name.rsplit(".", 2)[1])
+        path = args.trace_dir / f"{args.name}.{boot}.jsonl"
+        written = _rows_of(path)
+        if written and written[-1] in WRAPPER_END:
+            continue
+        rows: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+
+        def collect(*a: Any, _rows: list[Any] = rows, **kw: Any) -> None:
+            _rows.append((a, kw))
+
+        rec = make(collect, lambda v, m: None, lambda c: None)
+        with open(events, "rb") as f:
+            for line in f:
+                if line.endswith(b"\n"):  # (a line cut by the kill is not an event)
+                    rec.line(line.decode(errors="replace"))
+        missing = rows[len(written) :]
+        if not missing:
+            continue
+        trace = TraceLog(
+            args.trace_dir,
+            run=args.run,
+            node=args.name,
+            fmt="jsonl",
+            origin_ns=args.origin_ns,
+            store=store,
+            boot=boot,
+            protocol=protocol,
+            origin_clock=args.origin_clock,
+            write_through=True,
+        )
+        try:
+            for a, kw in missing:
+                trace.add(*a, **kw)
+            trace.spill()
+        finally:
+            trace.close()
+        mended.append(boot)
+    return mended
+
+
+def _rows_of(path: Path) -> list[str]:
+    """The kinds of the rows of one life's write-through trace, in order."""
+    if not path.exists():
+        return []
+    kinds = []
+    with open(path, "rb") as f:
+        for line in f:
+            with contextlib.suppress(json.JSONDecodeError):
+                kinds.append(str(json.loads(line)["kind"]))
+    return kinds
 
 
 def fail(message: str) -> int:
