@@ -54,6 +54,7 @@ from ringcast.live.driver import run_live
 from ringcast.live.settle import settled
 from ringcast.live.tools import LiveError
 from ringcast.protocols import registry
+from ringcast.references.live import member
 from ringcast.sim import load_scenario
 from ringcast.sim.hostile import Harshness, hostile_scenario
 from ringcast.sim.scenario import Scenario, parse_scenario
@@ -252,6 +253,13 @@ def main() -> None:
         "its faults scaled by the family's detection timeout, no reordering)",
     )
     ap.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the reference systems that declare it (corosync's transport=knet)",
+    )
+    ap.add_argument(
         "--measure",
         type=Path,
         help="only measure the runs kept under this directory (by --keep), again",
@@ -282,8 +290,15 @@ def main() -> None:
                     out = (args.keep or Path(tmp)) / sc.name / system
                     line: dict[str, Any] = {"scenario": sc.name, "system": system}
                     try:
+                        declared = {} if system == "ringcast" else member(system).options
+                        given = dict(o.split("=", 1) for o in args.option)
                         summary = run_live(
-                            sc, args.seed, out, real_latency=True, system=system
+                            sc,
+                            args.seed,
+                            out,
+                            real_latency=True,
+                            system=system,
+                            options={k: v for k, v in given.items() if k in declared},
                         ).summary
                     except LiveError as e:
                         print(json.dumps({**line, "refused": str(e)}), flush=True)

@@ -4,9 +4,10 @@ by the lab to exactly what the system claims. Needs root, namespaces and the sys
 Debian package (installed at first use; the test is skipped, naming why, where that is
 impossible).
 
-One run a system: three members, one paused for 200 ms, one killed with ``kill -9``;
-the scenario starts after a settling time (a JVM and a first ring take seconds), and
-the two survivors must end in one group of two, having delivered after the crash.
+One run a system (corosync twice: over udpu and over knet, its default transport):
+three members, one paused for 200 ms, one killed with ``kill -9``; the scenario starts
+after a settling time (a JVM and a first ring take seconds), and the two survivors must
+end in one group of two, having delivered after the crash.
 """
 
 from __future__ import annotations
@@ -38,6 +39,14 @@ pytestmark = pytest.mark.skipif(
 SETTLE_NS = {"corosync": 2_000_000_000, "tomcat-tribes": 6_000_000_000, "jgroups": 6_000_000_000}
 """How long each system is given to form its group before the scenario starts."""
 
+RUNS = {
+    "corosync": ("corosync", {"transport": "udpu"}),
+    "corosync-knet": ("corosync", {"transport": "knet"}),
+    "tomcat-tribes": ("tomcat-tribes", {}),
+    "jgroups": ("jgroups", {}),
+}
+"""Each run: its system and the system's options."""
+
 
 def _build(system: str) -> None:
     if system == "corosync":
@@ -50,25 +59,31 @@ def _build(system: str) -> None:
 def reference_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("references")
     outs = {}
-    for system in REFERENCES:
+    assert {system for system, _ in RUNS.values()} == set(REFERENCES)
+    for name, (system, options) in RUNS.items():
         try:
             _build(system)
         except ReferenceUnavailable as e:
             pytest.skip(f"{system}: {e}")
         sc = settled(load_scenario(SCENARIO), SETTLE_NS[system])
-        out = base / system
-        run_live(sc, 1, out, real_latency=True, system=system)
-        outs[system] = out
+        out = base / name
+        run_live(sc, 1, out, real_latency=True, system=system, options=options)
+        outs[name] = out
     return outs
 
 
-@pytest.mark.parametrize("system", list(REFERENCES))
+@pytest.mark.parametrize("name", list(RUNS))
 def test_a_reference_run_live_holds_its_claims(
-    spark: Any, reference_runs: dict[str, Path], system: str
+    spark: Any, reference_runs: dict[str, Path], name: str
 ) -> None:
-    out = reference_runs[system]
+    system, options = RUNS[name]
+    out = reference_runs[name]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["protocol"] == system and summary["system"] == system
+    assert summary["options"] == options
+    if system == "corosync":  # the transport asked for is the one corosync ran
+        conf = (out / "_live" / "corosync.conf").read_text()
+        assert f"transport: {options['transport']}" in conf
     assert summary["findings"] == []
     assert [a["action"] for a in summary["nemesis"]] == ["pause", "resume", "crash"]
     doc = check_paths(spark, [out])

@@ -3,6 +3,7 @@ and the settings a reference takes from a scenario (no process is started)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from ringcast.live.settle import settled
 from ringcast.live.tools import LiveError
 from ringcast.references import corosync
-from ringcast.references.live import check, member, systems
+from ringcast.references.live import check, member, options, prepare, systems
 from ringcast.sim.scenario import parse_scenario
 
 
@@ -86,9 +87,31 @@ def test_settling_moves_the_schedule_not_the_boot() -> None:
 def test_corosync_takes_totems_timeouts_from_a_totem_scenario_only() -> None:
     totem = _sc(settings={"token_timeout": "300ms", "consensus_timeout": "360ms"})
     assert corosync.live_settings(totem) == {
-        "transport": "udpu",
         "token_ms": 300,
         "consensus_ms": 360,
     }
     gms = parse_scenario({"protocol": "gms", "nodes": ["A", "B"], "duration": "1s"}, "g.toml")
     assert corosync.live_settings(gms)["token_ms"] == 1000  # corosync's own default
+
+
+def test_a_systems_options_are_checked_and_default_to_their_first_choice() -> None:
+    assert options("corosync", {}) == {"transport": "udpu"}
+    assert options("corosync", {"transport": "knet"}) == {"transport": "knet"}
+    assert options("jgroups", {}) == {}
+    with pytest.raises(LiveError, match=r"--option transport=tcp: expected one of udpu, knet"):
+        options("corosync", {"transport": "tcp"})
+    with pytest.raises(LiveError, match=r"--option crypto: corosync has no such option"):
+        options("corosync", {"crypto": "aes"})
+    with pytest.raises(LiveError, match=r"--option transport: ringcast's nodes"):
+        options("ringcast", {"transport": "knet"})
+
+
+def test_corosyncs_transport_option_is_the_transport_its_conf_names(tmp_path: Path) -> None:
+    sc = _sc(settings={"token_timeout": "300ms", "consensus_timeout": "360ms"})
+    for transport in ("udpu", "knet"):
+        work = tmp_path / transport
+        work.mkdir()
+        addresses = {n: f"10.0.0.{k}" for k, n in enumerate(sc.all_nodes, 1)}
+        prepare("corosync", work, sc, "r", addresses, {"transport": transport})
+        conf = (work / "corosync.conf").read_text()
+        assert f"transport: {transport}" in conf and "token: 300" in conf

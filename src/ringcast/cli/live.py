@@ -10,6 +10,13 @@ from ringcast.cli.main import CliError
 from ringcast.references.live import RINGCAST, systems
 
 
+def _option(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key or not value:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected KEY=VALUE (e.g. transport=knet)")
+    return key, value
+
+
 def _cmd_live(args: argparse.Namespace) -> int:
     from ringcast.core.units import parse_duration
     from ringcast.live.driver import Interrupted, run_live
@@ -40,6 +47,7 @@ def _cmd_live(args: argparse.Namespace) -> int:
             real_latency=args.real_latency,
             say=say,
             system=args.system,
+            options=dict(args.option),
         )
     except LiveError as e:
         raise CliError(str(e)) from None
@@ -80,6 +88,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default=RINGCAST,
         help="whose nodes run the scenario: ringcast's (default) or a reference system's, "
         "recorded in the same trace schema (docs/references.md)",
+    )
+    s.add_argument(
+        "--option",
+        action="append",
+        type=_option,
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the reference system (corosync: transport=udpu or "
+        "transport=knet); repeatable",
     )
     s.add_argument(
         "--settle",

@@ -190,10 +190,13 @@ class Driver:
         say: Callable[[str], None] | None = None,
         run_id: str | None = None,
         system: str = RINGCAST,
+        options: dict[str, str] | None = None,
     ):
         self.sc = sc
         self.system = system
         """``ringcast`` (its own nodes) or a reference system (:mod:`ringcast.references`)."""
+        self.options = references.options(system, options or {})
+        """The reference system's options (``--option``), each key at its value."""
         self.setup: Path | None = None
         self.seed = seed
         self.out = out
@@ -592,6 +595,7 @@ class Driver:
             "scenario": sc.name,
             "protocol": protocol,
             "system": self.system,
+            "options": self.options,
             "seed": self.seed,
             "mode": "live",
             "events": len(table),
@@ -640,7 +644,9 @@ class Driver:
     def _write_cluster(self, the_lab: Lab) -> None:
         if self.system != RINGCAST:
             addresses = {n: the_lab.address(n) for n in self.sc.all_nodes}
-            self.setup = references.prepare(self.system, self.work, self.sc, self.run_id, addresses)
+            self.setup = references.prepare(
+                self.system, self.work, self.sc, self.run_id, addresses, self.options
+            )
         write_key_file(self.work / "cluster.key")
         nets = range(self.sc.network.networks)
         entries = [
@@ -690,10 +696,21 @@ def run_live(
     say: Callable[[str], None] | None = None,
     run_id: str | None = None,
     system: str = RINGCAST,
+    options: dict[str, str] | None = None,
 ) -> LiveRun:
     """Run ``sc`` live (see the module's docstring); :class:`LiveError` when it cannot,
     :class:`Interrupted` when the driver was told to stop (after cleaning up).
     ``run_id``: the trace's ``run`` (default ``<scenario>:<seed>``, as simulated);
-    ``system``: whose nodes run it, ringcast's or a reference system's."""
-    driver = Driver(sc, seed, out, real_latency=real_latency, say=say, run_id=run_id, system=system)
+    ``system``: whose nodes run it, ringcast's or a reference system's; ``options``:
+    the reference system's options (:func:`ringcast.references.live.options`)."""
+    driver = Driver(
+        sc,
+        seed,
+        out,
+        real_latency=real_latency,
+        say=say,
+        run_id=run_id,
+        system=system,
+        options=options,
+    )
     return driver.run()

@@ -102,6 +102,9 @@ class Member:
     given the node's state directory."""
     multicast_route: bool = False
     """Route IP multicast out of the node's interface (multicast membership)."""
+    options: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """The options ``ringcast live --option KEY=VALUE`` gives the system: each key's
+    choices, the first its default (corosync's ``transport``: ``udpu`` or ``knet``)."""
 
 
 def systems() -> tuple[str, ...]:
@@ -117,6 +120,27 @@ def member(system: str) -> Member:
         raise LiveError(f"--system {system!r}: expected one of {', '.join(systems())}")
     found: Member = importlib.import_module(module).MEMBER
     return found
+
+
+def options(system: str, given: dict[str, str]) -> dict[str, str]:
+    """The system's options for a run: ``given`` checked against the choices its
+    :class:`Member` declares, the others at their defaults; :class:`LiveError` naming the
+    key or the value and the choices."""
+    if system == RINGCAST:
+        if given:
+            raise LiveError(
+                f"--option {next(iter(given))}: ringcast's nodes take their settings from "
+                "the scenario; --option is for a reference system"
+            )
+        return {}
+    declared = member(system).options
+    for key, value in given.items():
+        if key not in declared:
+            known = ", ".join(declared) or "none"
+            raise LiveError(f"--option {key}: {system} has no such option (its options: {known})")
+        if value not in declared[key]:
+            raise LiveError(f"--option {key}={value}: expected one of {', '.join(declared[key])}")
+    return {key: given.get(key, choices[0]) for key, choices in declared.items()}
 
 
 def check(system: str, sc: Scenario) -> None:
@@ -169,9 +193,17 @@ def workload(plans: Sequence[Planned], origin_ns: int) -> Workload:
     return Workload(rate, max(q.size for q in plans), origin_ns + p.start_ns, seconds)
 
 
-def prepare(system: str, work: Path, sc: Scenario, run: str, addresses: dict[str, str]) -> Path:
+def prepare(
+    system: str,
+    work: Path,
+    sc: Scenario,
+    run: str,
+    addresses: dict[str, str],
+    chosen: dict[str, str] | None = None,
+) -> Path:
     """Write what the members of ``system`` need for the run into ``work``; the path of
-    the setup file the member command reads."""
+    the setup file the member command reads. ``chosen``: the system's options
+    (:func:`options`), added to its settings."""
     m = member(system)
     setup = Setup(
         system=system,
@@ -179,7 +211,7 @@ def prepare(system: str, work: Path, sc: Scenario, run: str, addresses: dict[str
         trace_dir=str(work / "trace"),
         state_root=str(work / "state"),
         nodes=dict(addresses),
-        settings=m.settings(sc),
+        settings={**m.settings(sc), **(chosen or {})},
     )
     m.prepare(work, setup)
     path = work / SETUP

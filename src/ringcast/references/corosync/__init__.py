@@ -191,13 +191,13 @@ def live_settings(sc: Scenario) -> dict[str, Any]:
     """corosync's settings for a live run of ``sc``: Totem's token and consensus timeouts
     when the scenario is Totem's (the same failure timeouts on both sides: the token
     timeout in force, as ringcast's Totem computes it with ``token_per_member``), else
-    corosync's own defaults (token 1,000 ms, consensus 1.2 times it); unicast (udpu)."""
+    corosync's own defaults (token 1,000 ms, consensus 1.2 times it). The transport is
+    the ``transport`` option (udpu unless ``--option transport=knet``)."""
     if sc.protocol != "totem":
-        return {"transport": "udpu", "token_ms": 1000, "consensus_ms": 1200}
+        return {"token_ms": 1000, "consensus_ms": 1200}
     s = sc.settings
     token = max(int(s["token_timeout"]), int(s["token_per_member"]) * len(sc.all_nodes))
     return {
-        "transport": "udpu",
         "token_ms": max(1, round(token / 1e6)),
         "consensus_ms": max(1, round(int(s["consensus_timeout"]) / 1e6)),
     }
@@ -210,7 +210,7 @@ def _prepare(work: Path, setup: Setup) -> None:
         corosync_conf(
             cluster="ringcast",
             nodes=nodes,
-            transport=s["transport"],
+            transport=s.get("transport", "udpu"),
             token_ms=s["token_ms"],
             consensus_ms=s["consensus_ms"],
         )
@@ -241,5 +241,6 @@ MEMBER = Member(
     daemon=lambda node, setup, state: daemon_command(
         Path(setup.trace_dir).parent / "corosync.conf", state
     ),
+    options={"transport": ("udpu", "knet")},
 )
 """corosync as a live run's member: its daemon, then the CPG recorder."""
