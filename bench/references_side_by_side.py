@@ -243,6 +243,9 @@ def main() -> None:
     ap.add_argument("--settle", type=float, default=6.0, help="seconds, both sides")
     ap.add_argument("--only", choices=sorted(PAIRS), action="append")
     ap.add_argument("--scenario", action="append", type=Path, help="instead of the catalogue")
+    ap.add_argument(
+        "--saturation-only", action="store_true", help="only the saturating run of each family"
+    )
     ap.add_argument("--keep", type=Path, help="keep the runs' directories under this one")
     ap.add_argument(
         "--hostile",
@@ -276,6 +279,9 @@ def main() -> None:
     for family in args.only or PAIRS:
         if args.scenario:
             runs += [(family, load_scenario(p)) for p in args.scenario]
+            continue
+        if args.saturation_only:
+            runs.append((family, saturation(family)))
             continue
         for name in CATALOGUE[family]:
             runs.append((family, load_scenario(ROOT / "scenarios" / family / f"{name}.toml")))

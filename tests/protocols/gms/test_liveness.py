@@ -37,17 +37,19 @@ def test_submits_while_rejoining_are_sent_in_the_first_view(mode: str, seed: int
 def test_held_submits_hold_the_host_back_and_go_out_in_submit_order() -> None:
     """Past MAX_HELD submits while not a member the host is held back
     (Backpressure), one more is dropped and recorded; the first view sends them all,
-    in submit order, and releases the host."""
+    in submit order; with a window of MAX_HELD, flow control then holds the host until
+    the others credit what they delivered."""
     from ringcast.core.effects import Backpressure, Deliver, Record, Send
-    from ringcast.core.events import Start, Submit
+    from ringcast.core.events import Received, Start, Submit
     from ringcast.core.machine import MachineContext
     from ringcast.protocols.gms import SPEC
+    from ringcast.protocols.gms._messages import Credit
     from ringcast.protocols.gms._state import St
     from ringcast.protocols.gms._views import parse_view
     from ringcast.protocols.gms.machine import MAX_HELD, GmsMachine
 
     ctx = MachineContext("D", ("A", "B", "C", "D"), ("A", "B", "C"), joining=True)
-    m = GmsMachine(ctx, SPEC.resolve_settings({}))
+    m = GmsMachine(ctx, SPEC.resolve_settings({"window": MAX_HELD}))
     m.handle(Start(), 0)
     assert m.state is St.DISCOVERING
     for k in range(1, MAX_HELD):
@@ -60,8 +62,13 @@ def test_held_submits_hold_the_host_back_and_go_out_in_submit_order() -> None:
     delivered = [e.msg_id for e in out if type(e) is Deliver]
     assert delivered == [f"D:{k}" for k in range(1, MAX_HELD + 1)]
     assert sum(1 for e in out if type(e) is Send and type(e.msg).__name__ == "Msg") == 3 * MAX_HELD
-    assert Backpressure(False) in out
+    m._pace(out)
+    assert Backpressure(False) not in out and m.blocked  # a window in flight
     assert m.held == []
+    credits = [Received(src, Credit("A:2", MAX_HELD // 2)) for src in "ABC"]
+    assert m.handle(credits[0], MAX_HELD + 2) == []
+    assert m.handle(credits[1], MAX_HELD + 3) == []
+    assert m.handle(credits[2], MAX_HELD + 4) == [Backpressure(False)]  # half the window
 
 
 # Convergence misses of the hostile generator, one scenario per class fixed (each a

@@ -77,6 +77,13 @@ SPEC = register(
                 "duration", 500 * MS, "MERGE3 INFO period and merge check (discovery)", minimum=1
             ),
             "stable_interval": Setting("duration", 100 * MS, "STABLE digest period", minimum=1),
+            "window": Setting(
+                "int",
+                256,
+                "messages a member may multicast in its view beyond what every other "
+                "member said it delivered, before Backpressure (MFC's credits)",
+                minimum=2,
+            ),
             "commit_delay": Setting(
                 "duration",
                 0,

@@ -210,7 +210,18 @@ class Stable:
     delivered: tuple[int, ...]
 
 
+@wire(0x0434)
+@dataclass(frozen=True, slots=True)
+class Credit:
+    """Flow control, as JGroups' MFC replenishes credits: the sender of this message
+    delivered the receiver's messages of ``view_id`` up to ``delivered``, so the receiver
+    may multicast that many more (``docs/protocols/gms.md``, "Flow control")."""
+
+    view_id: str
+    delivered: int
+
+
 MEMBERSHIP = (FindMbrs, FindMbrsRsp, Join, JoinRsp, Leave, Suspect)
 INSTALL = (ViewMsg, ViewAck, PrepareView, CommitView, StatusView)
 MERGE = (MergeInfo, MergeReq, MergeRsp, MergeCancel)
-DATA = (Msg, XmitReq, XmitGone, Stable)
+DATA = (Msg, XmitReq, XmitGone, Stable, Credit)

@@ -97,6 +97,7 @@ EVENT_OF_MSG: dict[type, str] = {
     M.XmitReq: "XMIT_REQ",
     M.XmitGone: "XMIT_GONE",
     M.Stable: "STABLE",
+    M.Credit: "CREDIT",
 }
 TIMERS = {
     "gms:discovery": "discovery_timer",
@@ -191,7 +192,10 @@ class GmsMachine:
         """When this node last answered each sender of a foreign INFO."""
         self.merges = 0
         self.timers_armed = False
-        self.data = Nakack(ctx.node_id, xmit_interval=self.rto)
+        self.data = Nakack(ctx.node_id, xmit_interval=self.rto, window=int(s["window"]))
+        self.blocked = False
+        """The host is told to hold submits (``Backpressure``): flow control, or too
+        many submits held while not a member."""
         self.held: list[Submit] = []
         """Submits made while not a member (discovering, joining), sent once it is."""
         self.dropped = 0
@@ -242,7 +246,9 @@ class GmsMachine:
         tr = table.lookup(before, ev)
         if tr is None:
             if ev == "submit" and before in (St.DISCOVERING, St.JOINING):
-                return self._hold(arg)
+                out = self._hold(arg)
+                self._pace(out)
+                return out
             self.dropped += 1
             if ev == "submit":
                 return [Record.of("drop", reason=f"submit in {before.value}: not a member")]
@@ -259,7 +265,17 @@ class GmsMachine:
             out.append(bad)
         if self.state is not before:
             out.append(self._status())
+        self._pace(out)
         return out
+
+    def _pace(self, out: list[Effect]) -> None:
+        """Tell the host to hold or let go its submits when that changes: held while
+        :data:`MAX_HELD` submits wait for a view, or while flow control holds the sender
+        (:meth:`Nakack.blocked`)."""
+        blocked = len(self.held) >= MAX_HELD or (self.view is not None and self.data.blocked())
+        if blocked is not self.blocked:
+            self.blocked = blocked
+            out.append(Backpressure(blocked))
 
     def _status(self) -> StateChanged:
         return StateChanged.of(
@@ -1267,15 +1283,13 @@ class GmsMachine:
             self.dropped += 1
             return [Record.of("drop", reason="submit while not a member: too many held")]
         self.held.append(ev)
-        return [Backpressure(True)] if len(self.held) == MAX_HELD else []
+        return []
 
     def _release(self, out: list[Effect]) -> None:
         """Multicast the held submits in the view just installed, in submit order."""
         held, self.held = self.held, []
         for ev in held:
             self.data.submit(ev.msg_id, ev.payload, ev.order, out)
-        if len(held) >= MAX_HELD:
-            out.append(Backpressure(False))
 
     def _on_msg(self, src: str, msg: M.Msg, out: list[Effect]) -> None:
         parse_id(msg.view_id)
@@ -1286,6 +1300,9 @@ class GmsMachine:
 
     def _on_xmit_gone(self, src: str, msg: M.XmitGone, out: list[Effect]) -> None:
         self.data.on_xmit_gone(src, msg, out)
+
+    def _on_credit(self, src: str, msg: M.Credit, out: list[Effect]) -> None:
+        self.data.on_credit(src, msg, out)
 
     def _stable_tick(self, src: str, arg: Any, out: list[Effect]) -> None:
         out.append(SetTimer(TIMER_OF["stable_timer"], self.stable_interval))

@@ -16,6 +16,13 @@ see ``docs/protocols/gms.md``).
 A member's word about itself is all a sender has to free messages by; a member that
 asks again for messages it said it had delivered gets :class:`XmitGone` and skips them
 (``docs/protocols/gms.md``, "A member's word about itself").
+
+Flow control, as JGroups' MFC: a member may have multicast at most ``window`` messages
+in its view beyond what every other member said it delivered (:meth:`Nakack.blocked`;
+the machine tells the host with ``Backpressure``). A receiver says what it delivered in
+its STABLE digest and, under load, sooner: a :class:`Credit` to the sender every
+``window // 4`` of its messages delivered. The sender is held at ``window`` in flight and
+let go at ``window // 2`` (``docs/protocols/gms.md``, "Flow control").
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from dataclasses import dataclass, field
 
 from ringcast.core.effects import Deliver, Effect, Record, Send
 from ringcast.core.events import ORDERS
-from ringcast.protocols.gms._messages import Msg, Stable, XmitGone, XmitReq
+from ringcast.protocols.gms._messages import Credit, Msg, Stable, XmitGone, XmitReq
 from ringcast.protocols.gms._views import GView
 
 MAX_FUTURE = 4096  # messages kept for views not installed yet
@@ -40,12 +47,20 @@ class _Rx:
     pending: dict[int, Msg] = field(default_factory=dict)
     highest_seen: int = 0
     last_nak: int = -(1 << 62)
+    credited: int = 0
+    """The highest of the sender's seqnos this node told it it delivered (a Credit)."""
 
 
 class Nakack:
-    def __init__(self, node_id: str, *, xmit_interval: int):
+    def __init__(self, node_id: str, *, xmit_interval: int, window: int = 256):
         self.node_id = node_id
         self.xmit_interval = xmit_interval
+        self.window = window
+        self.credit_every = max(1, window // 4)
+        self.floor = 0
+        """The highest own seqno every other member said it delivered (0: none)."""
+        self.held_back = False
+        """Flow control holds the sender (:meth:`blocked`)."""
         self.view: GView | None = None
         self.seqno = 0
         self.sent: dict[int, Msg] = {}  # unstable own messages of this view
@@ -65,6 +80,7 @@ class Nakack:
         self.sent.clear()
         self.freed = 0
         self.acked_by = {}
+        self.floor = 0
         self.rx = {m: _Rx() for m in view.members if m != self.node_id}
         waiting = self.future.pop(view.view_id, [])
         self.future = {
@@ -74,6 +90,44 @@ class Nakack:
         }
         for src, msg in waiting:
             self.on_msg(src, msg, now, out)
+
+    # -- flow control
+
+    def blocked(self) -> bool:
+        """Whether flow control holds the sender: true once ``window`` of its messages
+        are beyond what every other member delivered, until at most ``window // 2`` are
+        (a new view starts at none)."""
+        in_flight = self.seqno - self.floor
+        if in_flight >= self.window:
+            self.held_back = True
+        elif in_flight <= self.window // 2:
+            self.held_back = False
+        return self.held_back
+
+    def _acked(self, src: str, delivered: int) -> None:
+        """``src`` says it delivered this node's messages up to ``delivered``: free what
+        every member delivered, move the flow-control floor."""
+        view = self.view
+        assert view is not None
+        self.acked_by[src] = max(self.acked_by.get(src, 0), min(delivered, self.seqno))
+        stable = min(
+            (self.acked_by.get(m, 0) for m in view.members if m != self.node_id),
+            default=self.seqno,
+        )
+        if stable > self.floor:
+            for s in range(self.floor + 1, stable + 1):
+                self.sent.pop(s, None)
+            self.floor = stable
+        self.freed = max(self.freed, stable)
+
+    def on_credit(self, src: str, c: Credit, out: list[Effect]) -> None:
+        view = self.view
+        if view is None or c.view_id != view.view_id or src not in view.members:
+            return  # a credit of another view: that view's window is gone
+        if c.delivered < 0 or src == self.node_id:
+            out.append(Record.of("drop", src=src, reason="malformed Credit"))
+            return
+        self._acked(src, c.delivered)
 
     # -- sending
 
@@ -121,6 +175,9 @@ class Nakack:
             m = rx.pending.pop(rx.delivered + 1)
             rx.delivered += 1
             out.append(Deliver(m.msg_id, m.payload, m.order, src))
+        if rx.delivered - rx.credited >= self.credit_every:
+            rx.credited = rx.delivered
+            out.append(Send(src, Credit(view.view_id, rx.delivered)))
         self._nak(src, rx, now, out)
 
     def _nak(self, src: str, rx: _Rx, now: int, out: list[Effect]) -> None:
@@ -182,13 +239,8 @@ class Nakack:
         if len(st.delivered) != len(view.members) or st.sent < 0:
             out.append(Record.of("drop", src=src, reason="malformed Stable"))
             return
-        mine = st.delivered[view.members.index(self.node_id)]
-        self.acked_by[src] = max(self.acked_by.get(src, 0), min(mine, self.seqno))
-        others = [m for m in view.members if m != self.node_id]
-        stable = min((self.acked_by.get(m, 0) for m in others), default=self.seqno)
-        for s in [s for s in self.sent if s <= stable]:
-            del self.sent[s]
-        self.freed = max(self.freed, stable)
+        if src in view.members and src != self.node_id:
+            self._acked(src, st.delivered[view.members.index(self.node_id)])
         rx = self.rx.get(src)
         if rx is None:
             return
