@@ -60,3 +60,26 @@ def test_the_reader_tells_a_changed_class_apart(listings: tuple[str, str]) -> No
         assert {k: v for k, v in now.items() if k != name} == {
             k: v for k, v in base.items() if k != name
         }, name
+
+
+def test_a_send_waits_for_an_ack_three_seconds_and_is_sent_again_once() -> None:
+    """What lets Tomcat Tribes deliver a message twice (docs/references.md): the default
+    send is acknowledged, the ack is awaited 3 s, and a failed send goes out once more;
+    and the reader reads a changed default as changed."""
+    try:
+        channel, sender = bytecode.javap(bytecode.CHANNEL), bytecode.javap(bytecode.SENDER)
+    except ReferenceUnavailable as e:
+        pytest.skip(str(e))
+    assert bytecode.read_send_defaults(channel, sender) == {
+        "options": 2,
+        "use_ack": 1,
+        "timeout_ms": 3000,
+        "max_retry_attempts": 1,
+    }
+    no_retry = sender.replace(
+        "iconst_1\n      66: putfield", "iconst_0\n      66: putfield"
+    )
+    assert "iconst_0\n      66: putfield" in no_retry  # the planted change took
+    assert bytecode.read_send_defaults(channel, no_retry)["max_retry_attempts"] == 0
+    no_ack = channel.replace("SEND_OPTIONS_DEFAULT = 2;", "SEND_OPTIONS_DEFAULT = 0;")
+    assert bytecode.read_send_defaults(no_ack, sender)["use_ack"] == 0

@@ -17,6 +17,12 @@ Four points of that account that a run cannot isolate are read off the code itse
 
 Each :class:`Point` says whether the 6.0.14 behaviour still holds, and the bytecode
 that shows it.
+
+Beside the account, :func:`send_defaults` reads what makes Tribes deliver a message twice
+(``docs/references.md``): a channel's default send waits for an acknowledgement
+(``Channel.SEND_OPTIONS_DEFAULT`` is ``SEND_OPTIONS_USE_ACK``), a sender gives the ack
+``timeout`` ms, and a send that failed is sent again ``maxRetryAttempts`` times
+(``AbstractSender``'s constructor).
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ from ringcast.references.install import ReferenceUnavailable
 JAR = "/usr/share/java/tomcat10-tribes.jar"
 COORDINATOR = "org.apache.catalina.tribes.group.interceptors.NonBlockingCoordinator"
 ORDER = "org.apache.catalina.tribes.group.AbsoluteOrder$AbsoluteComparator"
+CHANNEL = "org.apache.catalina.tribes.Channel"
+SENDER = "org.apache.catalina.tribes.transport.AbstractSender"
 
 
 @dataclass(frozen=True)
@@ -151,15 +159,60 @@ def read_points(coord_text: str, order_text: str) -> list[Point]:
     return out
 
 
+PUSH = r"(?:iconst_(m1|\d)|[bs]ipush\s+(-?\d+)|// (?:int|long) (-?\d+)l?)"
+"""The constant an instruction pushes: ``iconst_N``, ``bipush``/``sipush N``, ``ldc``."""
+
+
+def send_defaults(jar: str = JAR) -> dict[str, int]:
+    """The sender's defaults that let a message arrive twice, read from ``jar``."""
+    return read_send_defaults(javap(CHANNEL, jar), javap(SENDER, jar))
+
+
+def read_send_defaults(channel_text: str, sender_text: str) -> dict[str, int]:
+    """``options`` (``SEND_OPTIONS_DEFAULT``), ``use_ack`` (its ``SEND_OPTIONS_USE_ACK``
+    bit set, 1 or 0), ``timeout_ms`` and ``max_retry_attempts`` (the values
+    ``AbstractSender``'s constructor stores), from the javap listings; -1 for one not
+    found."""
+
+    def constant(name: str) -> int:
+        m = re.search(rf"\b{name} = (-?\d+);", channel_text)
+        return int(m.group(1)) if m else -1
+
+    ctor = next((v for k, v in methods(sender_text).items() if k == "AbstractSender()"), [])
+    stored: dict[str, int] = {}
+    for k in range(1, len(ctor)):
+        field = re.search(r"// Field (\w+):", ctor[k])
+        if ctor[k].split()[1] == "putfield" and field:
+            push = ctor[k - 1]
+            value = re.search(PUSH, push)
+            if value:
+                v = value.group(1) or value.group(2) or value.group(3)
+                stored[field.group(1)] = -1 if v == "m1" else int(v)
+    options = constant("SEND_OPTIONS_DEFAULT")
+    use_ack = constant("SEND_OPTIONS_USE_ACK")
+    return {
+        "options": options,
+        "use_ack": int(options >= 0 and use_ack > 0 and options & use_ack == use_ack),
+        "timeout_ms": stored.get("timeout", -1),
+        "max_retry_attempts": stored.get("maxRetryAttempts", -1),
+    }
+
+
 def main() -> int:
     try:
         found = points()
+        sends = send_defaults()
     except ReferenceUnavailable as e:
         print(f"ringcast: {e}", file=sys.stderr)
         return 2
     for p in found:
         print(f"{'still so' if p.holds else 'fixed   '}  {p.name}: {p.account}")
         print(f"          {p.evidence}")
+    print(
+        f"sends     default options {sends['options']} (acknowledged: "
+        f"{'yes' if sends['use_ack'] else 'no'}), ack timeout {sends['timeout_ms']} ms, "
+        f"a failed send sent again {sends['max_retry_attempts']} time(s)"
+    )
     return 0
 
 
