@@ -76,9 +76,7 @@ def test_a_send_waits_for_an_ack_three_seconds_and_is_sent_again_once() -> None:
         "timeout_ms": 3000,
         "max_retry_attempts": 1,
     }
-    no_retry = sender.replace(
-        "iconst_1\n      66: putfield", "iconst_0\n      66: putfield"
-    )
+    no_retry = sender.replace("iconst_1\n      66: putfield", "iconst_0\n      66: putfield")
     assert "iconst_0\n      66: putfield" in no_retry  # the planted change took
     assert bytecode.read_send_defaults(channel, no_retry)["max_retry_attempts"] == 0
     no_ack = channel.replace("SEND_OPTIONS_DEFAULT = 2;", "SEND_OPTIONS_DEFAULT = 0;")
