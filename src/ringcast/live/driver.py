@@ -5,9 +5,11 @@ The run, in order:
 
 1. check the scenario against what a live run can apply (:mod:`ringcast.live.plan`),
    that we are root and have ``ip`` and ``nft`` (:mod:`ringcast.live.tools`);
-2. build the lab (:mod:`ringcast.live.netns`: one bridge a network), write the cluster
-   file (the scenario's protocol and settings, the origin on the monotonic clock) and
-   each node's workloads;
+2. build the lab (:mod:`ringcast.live.netns`: one bridge a network, or none where the
+   delay box carries the frames), apply the scenario's latency and reordering (tc netem
+   on the switch ports, or the delay box, :mod:`ringcast.live.delaybox`, started in the
+   switch namespace), write the cluster file (the scenario's protocol and settings, the
+   origin on the monotonic clock) and each node's workloads;
 3. start every node process (the joiners too) and wait until each is armed at its
    start gate (:mod:`ringcast.runtime.liverun`); the run's origin is then; the initial
    nodes boot at the origin, a joiner at its ``join``;
@@ -17,10 +19,11 @@ The run, in order:
 5. at the end of the scenario, stop every node without leaving (SIGTERM), merge the
    traces (:mod:`ringcast.live.collect`), write ``trace.parquet`` and ``summary.json``.
 
-Whatever happens (a failure, SIGINT or SIGTERM to the driver) every process started is
-killed and the lab's namespaces deleted, which deletes their links, bridges and
-nftables rules; nothing is made in the machine's own namespace. Each node process asks
-the kernel to kill it should the driver die (``PR_SET_PDEATHSIG``).
+Whatever happens (a failure, SIGINT or SIGTERM to the driver) every process started
+(the nodes, the delay box) is killed and the lab's namespaces deleted, which deletes
+their links, bridges and nftables rules; nothing is made in the machine's own
+namespace. Each node process, and the box, asks the kernel to kill it should the driver
+die (``PR_SET_PDEATHSIG``).
 
 The out directory: ``trace.parquet``, ``summary.json``, ``logs/<node>.log`` (each
 node's stdout and stderr, every incarnation), and ``_live/`` (the cluster file, state
