@@ -205,3 +205,34 @@ def test_reordering_holds_datagrams_back_past_later_ones(tmp_path: Path) -> None
     assert sorted(seq) == list(range(100))
     assert seq != sorted(seq)  # overtaken: some arrive after later ones
     assert min(d for _, d in got) >= 2_000_000
+
+
+@pytest.mark.parametrize(
+    ("network", "real_latency", "netem", "shaping"),
+    [
+        ({}, True, False, "bridges"),  # the bridges' own latency, nothing to hold back
+        ({"latency": 0}, False, False, "bridges"),
+        ({}, False, False, "delaybox"),  # the default 1 ms, no netem here
+        ({}, False, True, "netem"),
+        ({"reorder": 0.1}, True, True, "delaybox"),  # netem cannot reorder as simulated
+        ({"latency": {"dist": "exponential", "mean": "1ms"}}, False, True, "delaybox"),
+    ],
+)
+def test_the_driver_chooses_how_to_delay(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    network: dict,
+    real_latency: bool,
+    netem: bool,
+    shaping: str,
+) -> None:
+    from ringcast.live import driver
+
+    monkeypatch.setattr(driver, "has_netem", lambda: netem)
+    monkeypatch.setattr(driver.shutil, "which", lambda name: f"/usr/sbin/{name}")
+    doc = {"name": "d", "protocol": "tribes", "nodes": NODES, "duration": "1s"}
+    sc = parse_scenario({**doc, "network": network}, "d.toml")
+    d = driver.Driver(sc, 1, tmp_path, real_latency=real_latency)
+    assert d._shaping() == shaping
+    if shaping == "netem":
+        assert d.netem == {n: ["delay", "1000us"] for n in NODES}
