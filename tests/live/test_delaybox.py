@@ -12,17 +12,20 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ringcast.live import delaybox
 from ringcast.live.delaybox import LinkModel, Plan, Port, draw, link_models
+from ringcast.live.firewall import NetState, ruleset
 from ringcast.live.netem import netem_commands, netem_plan
-from ringcast.live.netns import lab
+from ringcast.live.netns import apply_nft, lab
 from ringcast.sim.latency import Latency
 from ringcast.sim.rng import stream
-from ringcast.sim.scenario import parse_scenario
+from ringcast.sim.scenario import NetworkModel, parse_scenario
 
 NODES = ["A", "B", "C"]
 
@@ -133,13 +136,26 @@ for i in range(int(sys.argv[2])):
 """
 
 
-def _carry(links: dict[tuple[str, str], LinkModel], count: int, tmp: Path) -> list[tuple[int, int]]:
+def _carry(
+    links: dict[tuple[str, str], LinkModel],
+    count: int,
+    tmp: Path,
+    *,
+    state: NetState | None = None,
+    stats: dict[str, Any] | None = None,
+) -> list[tuple[int, int]]:
     """Send ``count`` datagrams from A to B through a box with ``links``, 1 ms apart;
-    ``(sequence number, one-way delay in ns)`` of each that arrived, in arrival order."""
+    ``(sequence number, one-way delay in ns)`` of each that arrived, in arrival order.
+    ``state``: the live nemesis's rules for it in each node's namespace first;
+    ``stats``: filled with the box's counters."""
     with lab(["A", "B"], ["10.96.0"], prefix="rcdb", unbridged={0}) as the_lab:
+        ns = the_lab.hosts
+        if state is not None:
+            addresses = {n: [the_lab.address(n)] for n in "AB"}
+            texts = {ns[n]: ruleset(n, state, NetworkModel(), addresses) for n in "AB"}
+            apply_nft(texts, time.monotonic_ns)
         ports = tuple(Port(n, 0, the_lab.port(n)) for n in "AB")
         box = delaybox.start(Plan(1, ports, links), the_lab.switch, tmp / "box")
-        ns = the_lab.hosts
         try:
             rx = subprocess.Popen(
                 [
@@ -181,8 +197,10 @@ def _carry(links: dict[tuple[str, str], LinkModel], count: int, tmp: Path) -> li
             if rx.poll() is None:
                 rx.kill()
                 rx.wait()
-            stats = delaybox.stop(box, tmp / "box")
-    assert stats is not None and stats["send_errors"] == 0
+            counted = delaybox.stop(box, tmp / "box")
+    assert counted is not None and counted["send_errors"] == 0
+    if stats is not None:
+        stats.update(counted)
     rows = [line.split() for line in out.splitlines() if line.strip()]
     return [(int(i), int(t) - int(sent)) for i, sent, t in rows]
 
@@ -205,6 +223,19 @@ def test_reordering_holds_datagrams_back_past_later_ones(tmp_path: Path) -> None
     assert sorted(seq) == list(range(100))
     assert seq != sorted(seq)  # overtaken: some arrive after later ones
     assert min(d for _, d in got) >= 2_000_000
+
+
+@needs_root
+def test_a_partition_drops_what_the_box_carries(tmp_path: Path) -> None:
+    """The nemesis's rules act at the receiver's input, after the box: a partition
+    holds for frames the box delivers (here, every one of them)."""
+    state = NetState()
+    state.partition([["A"], ["B"]], ["A", "B"])
+    lat = LinkModel(Latency("constant", value=1_000_000))
+    stats: dict[str, Any] = {}
+    got = _carry({("A", "B"): lat, ("B", "A"): lat}, 30, tmp_path, state=state, stats=stats)
+    assert got == []
+    assert stats["delayed"] >= 30  # carried, delayed, then dropped at B
 
 
 @pytest.mark.parametrize(
