@@ -44,6 +44,8 @@ RUNS = {
     "totem": ROOT / "scenarios" / "totem" / "rrp_network_down.toml",  # two bridges
     "basic": ROOT / "scenarios" / "basic" / "crash_restart.toml",  # restart
 }
+DELAYED = ROOT / "scenarios" / "tribes" / "crash.toml"
+"""Run on the scenario's own latency model (normal, 1 ms mean), by the delay box."""
 
 
 def _namespaces() -> set[str]:
@@ -82,6 +84,8 @@ def live_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Pa
         out = base / family
         run_live(load_scenario(scenario), 1, out, real_latency=True)
         outs[family] = out
+    run_live(load_scenario(DELAYED), 1, base / "delayed")
+    outs["delayed"] = base / "delayed"
     sweep = base / "sweep.toml"
     sweep.write_text(
         f'name = "live_sweep"\nscenarios = ["{ROOT}/scenarios/tribes/crash.toml",'
@@ -99,22 +103,29 @@ def test_every_family_runs_live_and_the_lab_checks_it(
     doc = check_paths(spark, list(live_runs.values()))
     props = doc["properties"]
     assert doc["ok"] is True, {n: p["counterexamples"] for n, p in props.items()}
-    assert props["view_agreement"]["runs_checked"] >= 5
-    assert props["convergence"]["runs_checked"] == 6
-    assert props["integrity"]["runs_checked"] == 6
+    assert props["view_agreement"]["runs_checked"] >= 6
+    assert props["convergence"]["runs_checked"] == 7
+    assert props["integrity"]["runs_checked"] == 7
     assert props["total_order"]["runs_checked"] == 2  # raincore and totem
     for family, out in live_runs.items():
         if family == "sweep":
             continue
         summary = json.loads((out / "summary.json").read_text())
-        assert summary["mode"] == "live" and summary["protocol"] == family
+        protocol = "tribes" if family == "delayed" else family
+        assert summary["mode"] == "live" and summary["protocol"] == protocol
         assert summary["findings"] == [], family
-        scenario = load_scenario(RUNS[family])
+        scenario = load_scenario(RUNS.get(family, DELAYED))
         assert [a["action"] for a in summary["nemesis"]] == [a.action for a in scenario.nemesis]
         for a in summary["nemesis"]:
             assert a["took_effect_ns"] >= a["asked_ns"], a
         tag = next(iter(summary["nodes"].values()))["namespace"].rpartition("-")[2]
         assert _left_behind(tag, out) == [], family
+        if family == "delayed":
+            assert summary["latency"] == "the scenario's, by the delay box"
+            box = summary["delaybox"]
+            assert box["delayed"] > 1000 and box["send_errors"] == 0
+        else:
+            assert summary["latency"] == "the bridges' own" and summary["delaybox"] is None
 
 
 def test_a_sweep_of_live_runs_is_laid_out_as_a_simulated_one(
@@ -156,7 +167,9 @@ def test_a_live_trace_has_the_simulators_shape(live_runs: dict[str, Path]) -> No
     assert submitted["A"] > 2 * submitted["B"]
 
 
-def _driver(scenario: Path, out: Path) -> subprocess.Popen[str]:
+def _driver(scenario: Path, out: Path, *, delayed: bool = False) -> subprocess.Popen[str]:
+    """``ringcast live`` on the bridges' own latency, or (``delayed``) on the scenario's
+    latency model, through the delay box."""
     return subprocess.Popen(
         [
             sys.executable,
@@ -164,7 +177,7 @@ def _driver(scenario: Path, out: Path) -> subprocess.Popen[str]:
             "ringcast.cli.main",
             "live",
             str(scenario),
-            "--real-latency",
+            *([] if delayed else ["--real-latency"]),
             "--out",
             str(out),
         ],
@@ -201,17 +214,23 @@ def long_scenario(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize(
+    ("sig", "delayed"),
+    [(signal.SIGTERM, False), (signal.SIGINT, False), (signal.SIGTERM, True)],
+)
 def test_an_interrupted_driver_leaves_nothing_behind(
-    tmp_path: Path, long_scenario: Path, sig: signal.Signals
+    tmp_path: Path, long_scenario: Path, sig: signal.Signals, delayed: bool
 ) -> None:
+    """Delayed: the delay box (a process of the switch namespace) goes with the rest."""
     out = tmp_path / "out"
-    p = _driver(long_scenario, out)
+    p = _driver(long_scenario, out, delayed=delayed)
     try:
         said = _until_started(p)
         tag = said.split("namespaces rcl*-")[1].split(")")[0]
         assert len(_namespaces_tagged(tag)) == 4  # the switch and three hosts
-        assert len(_processes_naming(str(out / "_live"))) == 4  # three nodes, one restart
+        # three nodes, one restart, and the delay box
+        assert len(_processes_naming(str(out / "_live"))) == 4 + delayed
+        assert len(_processes_naming(str(out / "_live" / "delaybox"))) == delayed
         p.send_signal(sig)
         _, err = p.communicate(timeout=60)
     finally:
@@ -275,16 +294,16 @@ def test_a_driver_killed_outright_leaves_no_node_and_the_next_run_removes_its_la
     tmp_path: Path, long_scenario: Path
 ) -> None:
     out = tmp_path / "out"
-    p = _driver(long_scenario, out)
+    p = _driver(long_scenario, out, delayed=True)
     tag = "not-started"
     try:
         said = _until_started(p)
         tag = said.split("namespaces rcl*-")[1].split(")")[0]
         nodes = _processes_naming(str(out / "_live"))
-        assert len(nodes) == 4
+        assert len(nodes) == 5  # three nodes, one restart, the delay box
         p.kill()  # SIGKILL: no clean-up of its own
         p.wait(10)
-        _await_exit(nodes, 20)  # the kernel ends the nodes with their parent
+        _await_exit(nodes, 20)  # the kernel ends the nodes and the box with their parent
         assert len(_namespaces_tagged(tag)) == 4  # what only the next run can remove
         short = tmp_path / "short.toml"
         short.write_text(

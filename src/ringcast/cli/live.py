@@ -80,7 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--real-latency",
         action="store_true",
         help="run on the bridges' own latency in place of the scenario's latency model "
-        "(adding delay needs tc netem)",
+        "(a scenario's reordering is still applied; see docs/live.md)",
     )
     s.add_argument(
         "--system",

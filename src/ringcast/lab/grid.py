@@ -124,7 +124,7 @@ class LiveSweep:
     """A sweep's ``live`` key: run on real processes (``ringcast.live``), one run after
     another; ``sample``: only that many of the runs, drawn by the sweep's name (None:
     all); ``real_latency``: run on the bridges' latency instead of the scenarios'
-    latency model (``ringcast live --real-latency``)."""
+    latency model (``ringcast live --real-latency``; reordering is applied either way)."""
 
     sample: int | None = None
     real_latency: bool = False

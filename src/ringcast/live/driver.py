@@ -5,9 +5,11 @@ The run, in order:
 
 1. check the scenario against what a live run can apply (:mod:`ringcast.live.plan`),
    that we are root and have ``ip`` and ``nft`` (:mod:`ringcast.live.tools`);
-2. build the lab (:mod:`ringcast.live.netns`: one bridge a network), write the cluster
-   file (the scenario's protocol and settings, the origin on the monotonic clock) and
-   each node's workloads;
+2. build the lab (:mod:`ringcast.live.netns`: one bridge a network, or none where the
+   delay box carries the frames), apply the scenario's latency and reordering (tc netem
+   on the switch ports, or the delay box, :mod:`ringcast.live.delaybox`, started in the
+   switch namespace), write the cluster file (the scenario's protocol and settings, the
+   origin on the monotonic clock) and each node's workloads;
 3. start every node process (the joiners too) and wait until each is armed at its
    start gate (:mod:`ringcast.runtime.liverun`); the run's origin is then; the initial
    nodes boot at the origin, a joiner at its ``join``;
@@ -17,10 +19,11 @@ The run, in order:
 5. at the end of the scenario, stop every node without leaving (SIGTERM), merge the
    traces (:mod:`ringcast.live.collect`), write ``trace.parquet`` and ``summary.json``.
 
-Whatever happens (a failure, SIGINT or SIGTERM to the driver) every process started is
-killed and the lab's namespaces deleted, which deletes their links, bridges and
-nftables rules; nothing is made in the machine's own namespace. Each node process asks
-the kernel to kill it should the driver die (``PR_SET_PDEATHSIG``).
+Whatever happens (a failure, SIGINT or SIGTERM to the driver) every process started
+(the nodes, the delay box) is killed and the lab's namespaces deleted, which deletes
+their links, bridges and nftables rules; nothing is made in the machine's own
+namespace. Each node process, and the box, asks the kernel to kill it should the driver
+die (``PR_SET_PDEATHSIG``).
 
 The out directory: ``trace.parquet``, ``summary.json``, ``logs/<node>.log`` (each
 node's stdout and stderr, every incarnation), and ``_live/`` (the cluster file, state
@@ -45,8 +48,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ringcast.live import delaybox
 from ringcast.live.collect import DriverRow, merge, write_trace
 from ringcast.live.firewall import NetState, ruleset, switch_ruleset
+from ringcast.live.netem import netem_commands, netem_plan
 from ringcast.live.netns import IP, Lab, NetnsUnavailable, apply_nft, lab
 from ringcast.live.nft import NftLoader, nft_loader
 from ringcast.live.plan import check_live
@@ -215,6 +220,12 @@ class Driver:
         self.lab: Lab | None = None
         self.nft: NftLoader
         self.config = self.work / "cluster.toml"
+        self.shaping = "bridges"
+        """How the scenario's latency and reordering are applied: ``bridges`` (none
+        asked, or ``real_latency`` without reordering), ``netem`` or ``delaybox``."""
+        self.netem: dict[str, list[str]] = {}
+        self.box: subprocess.Popen[bytes] | None = None
+        self.box_stats: dict[str, Any] | None = None
 
     # ------------------------------------------------------------ the run
 
@@ -222,9 +233,23 @@ class Driver:
         """Everything that can refuse the run, before anything is made."""
         require_root()
         ensure_tools(("ip", "nft"))
-        check_live(self.sc, real_latency=self.real_latency, netem=has_netem())
+        check_live(self.sc, real_latency=self.real_latency)
         if self.system != RINGCAST:
             references.check(self.system, self.sc)
+        self.shaping = self._shaping()
+
+    def _shaping(self) -> str:
+        """Whether the run needs delay (see :attr:`shaping`), and by what."""
+        net = self.sc.network
+        links = delaybox.link_models(net, self.sc.all_nodes, real_latency=self.real_latency)
+        delayed = any(m.latency != delaybox.ZERO for m in links.values())
+        if not delayed and not net.reorder:
+            return "bridges"
+        plan = netem_plan(net, self.sc.all_nodes, real_latency=self.real_latency)
+        if plan is not None and shutil.which("tc") is not None and has_netem():
+            self.netem = plan
+            return "netem"
+        return "delaybox"
 
     def _left_by_a_killed_driver(self) -> None:
         """Delete the namespaces a driver killed with ``kill -9`` left in this out
@@ -265,7 +290,8 @@ class Driver:
         subnets = [f"10.{90 + k}.0" for k in range(self.sc.network.networks)]
         with _signals_raise():
             try:
-                with lab(self.sc.all_nodes, subnets, prefix="rcl") as the_lab:
+                boxed = range(len(subnets)) if self.shaping == "delaybox" else ()
+                with lab(self.sc.all_nodes, subnets, prefix="rcl", unbridged=boxed) as the_lab:
                     self.lab = the_lab
                     spaces = [the_lab.switch, *the_lab.hosts.values()]
                     (self.work / NAMESPACES).write_text("\n".join(spaces) + "\n")
@@ -276,6 +302,8 @@ class Driver:
                     finally:
                         with _signals_held():
                             self._kill_all()
+                            if self.box is not None:
+                                self.box_stats = delaybox.stop(self.box, self.work / "delaybox")
                             self.nft.close()
             except NetnsUnavailable as e:
                 raise LiveError(str(e)) from None
@@ -285,7 +313,9 @@ class Driver:
     def _run_in(self, the_lab: Lab) -> None:
         self._write_cluster(the_lab)
         self._network(*self.sc.all_nodes)  # every namespace's table, empty, before the start
-        self._duplication(the_lab)
+        self._delay(the_lab)
+        if self.shaping != "delaybox":  # the box copies frames itself
+            self._duplication(the_lab)
         # every incarnation the scenario asks for, started now and held at its gate
         boots = {n: 1 for n in self.sc.nodes}
         for a in self.sc.nemesis:
@@ -402,6 +432,11 @@ class Driver:
 
     def _watch(self) -> None:
         """Note every node that ended without being told to (a finding)."""
+        if self.box is not None and self.box.poll() is not None:
+            log = self.work / "delaybox" / "delaybox.log"
+            text = log.read_text(errors="replace").strip() if log.exists() else ""
+            last = text.splitlines()[-1][:300] if text else "(empty log)"
+            raise LiveError(f"the delay box exited with {self.box.returncode}: {last}")
         for np_ in self.nodes.values():
             p = np_.proc
             if np_.state in ("up", "paused") and p is not None and p.poll() is not None:
@@ -454,6 +489,35 @@ class Driver:
         texts = {the_lab.hosts[n]: ruleset(n, self.net, self.sc.network, addresses) for n in nodes}
         held = self.nft.apply(texts, self._now)
         return {n: held[the_lab.hosts[n]] for n in nodes}
+
+    def _delay(self, the_lab: Lab) -> None:
+        """The scenario's latency and reordering for the whole run: tc netem on the
+        switch's ports, or the delay box started in the switch namespace."""
+        nets = range(self.sc.network.networks)
+        if self.shaping == "netem":
+            ports = {m: [the_lab.port(m, k) for k in nets] for m in self.sc.all_nodes}
+            for cmd in netem_commands(
+                shutil.which("tc") or "tc", the_lab.switch, self.netem, ports
+            ):
+                r = subprocess.run(cmd, capture_output=True, timeout=10)
+                if r.returncode != 0:
+                    raise LiveError(f"{' '.join(cmd[1:])}: {r.stderr.decode().strip()}")
+        elif self.shaping == "delaybox":
+            plan = delaybox.Plan(
+                self.seed,
+                tuple(
+                    delaybox.Port(m, k, the_lab.port(m, k)) for m in self.sc.all_nodes for k in nets
+                ),
+                delaybox.link_models(
+                    self.sc.network, self.sc.all_nodes, real_latency=self.real_latency
+                ),
+            )
+            try:
+                self.box = delaybox.start(
+                    plan, the_lab.switch, self.work / "delaybox", preexec_fn=_die_with_parent
+                )
+            except RuntimeError as e:
+                raise LiveError(str(e)) from None
 
     def _duplication(self, the_lab: Lab) -> None:
         """The scenario's duplication, in the switch namespace for the whole run."""
@@ -603,7 +667,8 @@ class Driver:
             "wall_s": round(wall, 3),
             "deliveries": kinds.count("deliver"),
             "views_installed": views,
-            "latency": "the bridges' own" if self.real_latency else "none asked",
+            "latency": self._latency_said(),
+            "delaybox": self.box_stats,
             "nodes": {
                 n: {
                     "namespace": np_.ns,
@@ -621,6 +686,17 @@ class Driver:
         }
         (self.out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
         return LiveRun(summary, self.applied)
+
+    def _latency_said(self) -> str:
+        """How the run applied the scenario's latency, for ``summary.json``."""
+        model = "the bridges' own" if self.real_latency else "the scenario's"
+        if self.shaping == "netem":
+            return f"{model}, by tc netem"
+        if self.shaping == "delaybox":
+            return f"{model}, by the delay box" + (
+                " (with reordering)" if self.sc.network.reorder else ""
+            )
+        return "the bridges' own"
 
     @staticmethod
     def _booted(a: Applied, table: Any) -> dict[str, int | None]:

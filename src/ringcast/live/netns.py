@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 IP = shutil.which("ip") or "ip"
@@ -87,9 +87,16 @@ class Lab:
 
 
 @contextlib.contextmanager
-def lab(nodes: Sequence[str], subnets: Sequence[str], prefix: str = "rc") -> Iterator[Lab]:
+def lab(
+    nodes: Sequence[str],
+    subnets: Sequence[str],
+    prefix: str = "rc",
+    unbridged: Collection[int] = (),
+) -> Iterator[Lab]:
     """Build a lab of ``nodes`` on one bridge a subnet (``"10.1.2"`` for 10.1.2.0/24);
-    delete its namespaces at the end. ``prefix`` starts the namespaces' names."""
+    delete its namespaces at the end. ``prefix`` starts the namespaces' names. The
+    networks in ``unbridged`` get no bridge: their ports are up and joined to nothing,
+    for a userspace switch to carry (:mod:`ringcast.live.delaybox`)."""
     tag = uuid.uuid4().hex[:6]
     sw = f"{prefix}sw-{tag}"
     hosts = {n: f"{prefix}{n}-{tag}" for n in nodes}
@@ -103,6 +110,8 @@ def lab(nodes: Sequence[str], subnets: Sequence[str], prefix: str = "rc") -> Ite
             ) from e
         made.append(sw)
         for net in range(len(subnets)):
+            if net in unbridged:
+                continue
             ip("-n", sw, "link", "add", f"br{net}", "type", "bridge")
             ip("-n", sw, "link", "set", f"br{net}", "up")
         for k, ns in enumerate(hosts.values(), start=1):
@@ -113,7 +122,8 @@ def lab(nodes: Sequence[str], subnets: Sequence[str], prefix: str = "rc") -> Ite
                 peer = f"p{k}n{net}"
                 eth = f"eth{net}"
                 ip("-n", ns, "link", "add", eth, "type", "veth", "peer", "name", peer, "netns", sw)
-                ip("-n", sw, "link", "set", peer, "master", f"br{net}")
+                if net not in unbridged:
+                    ip("-n", sw, "link", "set", peer, "master", f"br{net}")
                 ip("-n", sw, "link", "set", peer, "up")
                 ip("-n", ns, "addr", "add", f"{subnet}.{k}/24", "dev", eth)
                 ip("-n", ns, "link", "set", eth, "up")

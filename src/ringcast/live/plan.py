@@ -27,24 +27,18 @@ LIVE_ACTIONS = (
 refused."""
 
 
-def check_live(sc: Scenario, *, real_latency: bool, netem: bool) -> None:
+def check_live(sc: Scenario, *, real_latency: bool = False, netem: bool = False) -> None:
     """Raise :class:`LiveError` for the first feature of ``sc`` a live run cannot apply.
 
-    ``real_latency``: the caller accepts the bridges' own latency in place of the
-    scenario's latency model; ``netem``: whether this kernel has tc's netem.
+    Latency and reordering are always applied (by tc netem where the kernel has it and
+    netem can draw the scenario's model, by the delay box, :mod:`ringcast.live.delaybox`,
+    otherwise), so neither ``real_latency`` (the bridges' own latency in place of the
+    scenario's model) nor ``netem`` (whether this kernel has it) refuses anything; they
+    are kept for the callers that state them.
     """
+    del real_latency, netem
     src = sc.source
-    why_netem = (
-        "this kernel has no tc netem"
-        if not netem
-        else "the live nemesis does not drive tc netem yet"
-    )
     net = sc.network
-    if net.reorder:
-        raise LiveError(
-            f"{src}: network.reorder: a live run cannot hold a message back to reorder it "
-            f"({why_netem})"
-        )
     if net.corrupt:
         raise LiveError(
             f"{src}: network.corrupt: a live run cannot flip bits in flight (the simulator can)"
@@ -59,11 +53,6 @@ def check_live(sc: Scenario, *, real_latency: bool, netem: bool) -> None:
             f"{src}: network.max_datagram: a live run has the kernel's UDP limit, not "
             f"{net.max_datagram}"
         )
-    if not real_latency:
-        raise LiveError(
-            f"{src}: network.latency: a live run cannot add delay ({why_netem}); pass "
-            "--real-latency to run on the bridges' own latency instead"
-        )
     for i, link in enumerate(net.links):
         where = f"{src}: network.links[{i}]"
         if link.match is not None:
@@ -71,8 +60,6 @@ def check_live(sc: Scenario, *, real_latency: bool, netem: bool) -> None:
                 f"{where}.match: a live run cannot tell message classes apart on the "
                 "wire (frames are sealed; the simulator can)"
             )
-        if link.latency is not None and not real_latency:
-            raise LiveError(f"{where}.latency: a live run cannot add delay ({why_netem})")
     for i, wl in enumerate(sc.workloads):
         if wl.kind == "lock" and wl.rate == 0:
             raise LiveError(f"{src}: workload[{i}].rate: a lock workload needs a rate > 0")
