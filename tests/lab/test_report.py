@@ -293,3 +293,63 @@ def test_report_and_timeline_in_headless_chromium(sim_dir: Path, tmp_path: Path)
         r = load(b, tmp_path / links[run], fragment="total_order-1")
         assert r.errors == [] and r.charts == 1 and r.rendered == 1
         assert r.focus is not None and r.focus[1] - r.focus[0] < 1000  # zoomed on it
+
+
+def test_sampled_diagrams_cover_every_protocol() -> None:
+    """Ten scenarios per protocol: the sample's first MAX_SAMPLE runs still name every
+    protocol (a sample by run name alone stopped inside the third), and per scenario
+    the run that saw a fault is the one drawn."""
+    protocols = ["basic", "gms", "raincore", "totem", "tribes"]
+    runs = [
+        {
+            "run": f"{p}_s{s:02d}:{seed}",
+            "protocol": p,
+            "scenario": f"s{s:02d}",
+            "faults": "crash" if seed == 2 else "none",
+        }
+        for p in protocols
+        for s in range(10)
+        for seed in (1, 2)
+    ]
+    picked = diagrams.sample({"runs": runs})
+    assert len(picked) == 50 and len(set(picked)) == 50
+    assert all(r.endswith(":2") for r in picked)  # the run with a fault
+    cut = picked[: diagrams.MAX_SAMPLE]
+    assert {r.split("_")[0] for r in cut} == set(protocols)
+    assert [r.split("_")[0] for r in picked[:5]] == protocols  # round-robin
+    # a protocol with one scenario keeps it; the others go on filling the sample
+    few = [r for r in runs if r["protocol"] != "tribes" or r["scenario"] == "s00"]
+    picked = diagrams.sample({"runs": few})[: diagrams.MAX_SAMPLE]
+    assert "tribes_s00:2" in picked and len(picked) == diagrams.MAX_SAMPLE
+
+
+def test_a_diagram_opens_on_its_faults_and_their_aftermath(sim_dir: Path) -> None:
+    """B crashes at 1,000 ms and restarts at 2,000 ms of 3,000; the others install
+    their view without B at 1,200 ms and B is back in by 2,001 ms: the diagram opens
+    on that stretch with a margin before the crash, not on t=0."""
+    table, run, protocol = read_run(sim_dir)
+    fig = figure(table, run=run, protocol=protocol)
+    x0, x1 = fig["layout"]["xaxis"]["range"]
+    assert 800 <= x0 < 1000  # the steady state just before the crash shows
+    assert 2000 < x1 < 2300  # through the views that follow the restart
+    assert "the faults and their aftermath" in fig["layout"]["title"]["text"]
+    # without faults: from t=0
+    rows = [r for r in table.to_pylist() if r["kind"] != "fault"]
+    import pyarrow as pa
+
+    calm = figure(pa.Table.from_pylist(rows, schema=table.schema), run=run)
+    assert calm["layout"]["xaxis"]["range"][0] == 0
+
+
+def test_opening_range() -> None:
+    from ringcast.lab.spacetime import FAULT_MARGIN_MS, opening_range
+
+    assert opening_range([], [0.0, 5.0], 100.0) is None
+    # the view 4 s after a 1 s fault is its aftermath; a view before it is not
+    assert opening_range([1000.0], [0.0, 500.0, 5000.0], 9000.0) == (600.0, 5400.0)
+    # clipped to the run, margin at least FAULT_MARGIN_MS
+    assert opening_range([20.0], [], 60.0) == (0.0, 60.0)
+    assert opening_range([500.0], [510.0], 10_000.0) == (
+        500.0 - FAULT_MARGIN_MS,
+        510.0 + FAULT_MARGIN_MS,
+    )
