@@ -496,8 +496,8 @@ def figure(
         # a run with faults opens on them and their aftermath (double-click: all of it)
         view_start, view_end = window
         title += (
-            f"; {view_start:.0f}-{view_end:.0f} ms of {end:g}: the faults and their aftermath"
-            " (double-click for the whole run)"
+            f"; {view_start:.0f}-{view_end:.0f} ms of {end:g}, the faults and after"
+            " (double-click: all)"
         )
     else:
         # a dense run opens on its first READABLE_ARROWS arrows (double-click: all of it)
