@@ -7,6 +7,7 @@ headless Chromium with no script error and every chart drawn."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -293,3 +294,132 @@ def test_report_and_timeline_in_headless_chromium(sim_dir: Path, tmp_path: Path)
         r = load(b, tmp_path / links[run], fragment="total_order-1")
         assert r.errors == [] and r.charts == 1 and r.rendered == 1
         assert r.focus is not None and r.focus[1] - r.focus[0] < 1000  # zoomed on it
+
+
+def test_sampled_diagrams_cover_every_protocol() -> None:
+    """Ten scenarios per protocol: the sample's first MAX_SAMPLE runs still name every
+    protocol (a sample by run name alone stopped inside the third), and per scenario
+    the run that saw a fault is the one drawn."""
+    protocols = ["basic", "gms", "raincore", "totem", "tribes"]
+    runs = [
+        {
+            "run": f"{p}_s{s:02d}:{seed}",
+            "protocol": p,
+            "scenario": f"s{s:02d}",
+            "faults": "crash" if seed == 2 else "none",
+        }
+        for p in protocols
+        for s in range(10)
+        for seed in (1, 2)
+    ]
+    picked = diagrams.sample({"runs": runs})
+    assert len(picked) == 50 and len(set(picked)) == 50
+    assert all(r.endswith(":2") for r in picked)  # the run with a fault
+    cut = picked[: diagrams.MAX_SAMPLE]
+    assert {r.split("_")[0] for r in cut} == set(protocols)
+    assert [r.split("_")[0] for r in picked[:5]] == protocols  # round-robin
+    # a protocol with one scenario keeps it; the others go on filling the sample
+    few = [r for r in runs if r["protocol"] != "tribes" or r["scenario"] == "s00"]
+    picked = diagrams.sample({"runs": few})[: diagrams.MAX_SAMPLE]
+    assert "tribes_s00:2" in picked and len(picked) == diagrams.MAX_SAMPLE
+
+
+def test_a_diagram_opens_on_its_faults_and_their_aftermath(sim_dir: Path) -> None:
+    """B crashes at 1,000 ms and restarts at 2,000 ms of 3,000; the others install
+    their view without B at 1,200 ms and B is back in by 2,001 ms: the diagram opens
+    on that stretch with a margin before the crash, not on t=0."""
+    table, run, protocol = read_run(sim_dir)
+    fig = figure(table, run=run, protocol=protocol)
+    x0, x1 = fig["layout"]["xaxis"]["range"]
+    assert 800 <= x0 < 1000  # the steady state just before the crash shows
+    assert 2000 < x1 < 2300  # through the views that follow the restart
+    assert "the faults and after" in fig["layout"]["title"]["text"]
+    # without faults: from t=0
+    rows = [r for r in table.to_pylist() if r["kind"] != "fault"]
+    import pyarrow as pa
+
+    calm = figure(pa.Table.from_pylist(rows, schema=table.schema), run=run)
+    assert calm["layout"]["xaxis"]["range"][0] == 0
+
+
+def test_opening_range() -> None:
+    from ringcast.lab.spacetime import FAULT_MARGIN_MS, opening_range
+
+    assert opening_range([], [0.0, 5.0], 100.0) is None
+    # the view 4 s after a 1 s fault is its aftermath; a view before it is not
+    assert opening_range([1000.0], [0.0, 500.0, 5000.0], 9000.0) == (600.0, 5400.0)
+    # clipped to the run, margin at least FAULT_MARGIN_MS
+    assert opening_range([20.0], [], 60.0) == (0.0, 60.0)
+    assert opening_range([500.0], [510.0], 10_000.0) == (
+        500.0 - FAULT_MARGIN_MS,
+        510.0 + FAULT_MARGIN_MS,
+    )
+
+
+ARTIFACTS = Path(os.environ.get("RINGCAST_ARTIFACTS") or ROOT / "artifacts") / "screenshots"
+"""Where the browser test leaves its screenshots for a person to look at: ``artifacts/``
+at the top of the checkout (ignored by git), or ``$RINGCAST_ARTIFACTS``."""
+
+SECTIONS_JS = """() => {
+  const out = [];
+  for (const h of document.querySelectorAll('h2')) {
+    let text = '', charts = 0, drawn = 0, tables = 0, height = 0;
+    for (let e = h.nextElementSibling; e && e.tagName !== 'H2'; e = e.nextElementSibling) {
+      text += e.innerText || '';
+      height += e.getBoundingClientRect().height;
+      const divs = e.classList.contains('plotly-graph-div') ? [e]
+        : Array.from(e.querySelectorAll('.plotly-graph-div'));
+      charts += divs.length;
+      drawn += divs.filter(d => d._fullData && d._fullData.length
+                                && d.querySelector('.main-svg')).length;
+      tables += e.tagName === 'TABLE' ? 1 : e.querySelectorAll('table').length;
+    }
+    out.push({id: h.id, title: h.innerText, text: text.trim().length, height: height,
+              charts: charts, drawn: drawn, tables: tables});
+  }
+  return {sections: out, body: document.body.innerText,
+          overflow: document.documentElement.scrollWidth - window.innerWidth};
+}"""
+
+
+def test_report_screenshots_in_headless_chromium(sim_dir: Path, tmp_path: Path) -> None:
+    """Screenshots of the report (the window, the whole page) and of a diagram, kept
+    under ARTIFACTS; every section of the report is there with something in it (its
+    chart drawn, or its table), no error text, nothing wider than the window."""
+    from ringcast.lab.browser import browser, chromium_path, load
+
+    assert chromium_path(), "Chromium is needed (./dev test installs Debian's package)"
+    run, msg, node = _first_remote_delivery(sim_dir)
+    check, metrics = _check_doc(run, msg, node), _metrics_doc(run)
+    links = diagrams.draw(sim_dir, tmp_path, check, metrics)
+    report = tmp_path / "report.html"
+    report.write_text(render_report(check, metrics, timelines=links))
+    shots = {
+        "report-window.png": (report, False),
+        "report-page.png": (report, True),
+        "timeline.png": (tmp_path / links[run], False),
+    }
+    for old in shots:
+        (ARTIFACTS / old).unlink(missing_ok=True)
+    with browser() as b:
+        results = {
+            name: load(b, page, screenshot=ARTIFACTS / name, full_page=full, probe=SECTIONS_JS)
+            for name, (page, full) in shots.items()
+        }
+    for name, r in results.items():
+        assert r.errors == [] and r.rendered == r.charts, name
+        png = (ARTIFACTS / name).read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000, name
+    page = results["report-page.png"].probe
+    sections = {s["id"]: s for s in page["sections"]}
+    assert set(sections) == {"properties", "latency", "throughput", "convergence", "runs"}
+    for s in sections.values():
+        assert s["text"] > 0 and s["height"] > 50, s
+        assert s["charts"] == s["drawn"], s
+    for sid in ("latency", "throughput", "convergence"):
+        assert sections[sid]["charts"] == 1, sections[sid]
+    assert sections["properties"]["tables"] + sections["runs"]["tables"] >= 2
+    assert not re.search(r"Traceback|\bNaN\b|\bundefined\b|\[object Object\]", page["body"])
+    assert page["overflow"] <= 0, "the report is wider than the window"
+    timeline = results["timeline.png"]
+    assert timeline.focus is not None and timeline.focus[0] > 0  # opens on the crash

@@ -46,6 +46,7 @@ def _cmd_node(args: argparse.Namespace) -> int:
                 summary=args.summary,
                 sched_rr=args.sched_rr,
                 live_dir=args.live_dir,
+                start_gate=args.start_gate,
             )
         )
     except GroupError as e:
@@ -205,6 +206,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="as a node of a `ringcast live` run: wait at the start gate in this "
         "directory, run the workloads it holds for the node; SIGINT leaves the group, "
         "SIGTERM ends the run without leaving",
+    )
+    s.add_argument(
+        "--start-gate",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="join only when the gate in DIR opens (`cluster up` starts its nodes so, "
+        "all at one instant): write DIR/ID.armed, wait for DIR/start",
     )
     s.set_defaults(func=_cmd_node)
 

@@ -57,6 +57,8 @@ class PageResult:
     focus: tuple[float, float] | None = None
     """The x range of the page's first chart once loaded (a diagram opened on a
     counterexample zooms to it)."""
+    probe: Any = None
+    """What the ``probe`` script given to :func:`load` returned once the page loaded."""
 
 
 @contextmanager
@@ -105,11 +107,15 @@ def load(
     width: int = 1200,
     height: int = 900,
     selector: str | None = None,
+    full_page: bool = False,
+    probe: str | None = None,
     timeout: float = 90.0,
 ) -> PageResult:
     """Open ``page_path`` (a local file) in ``b``; collect script errors and count the
     Plotly charts that rendered (waiting up to ``timeout`` seconds for all of them);
-    optionally save a PNG of the page (or of ``selector``)."""
+    run the JavaScript function ``probe`` on the page (its result in
+    :attr:`PageResult.probe`); optionally save a PNG of the window (of the whole page
+    with ``full_page``, or of ``selector``)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     result = PageResult()
@@ -132,12 +138,14 @@ def load(
         result.charts, result.rendered = page.evaluate(CHARTS_JS)
         rng = page.evaluate(RANGE_JS)
         result.focus = (float(rng[0]), float(rng[1])) if rng else None
+        if probe is not None:
+            result.probe = page.evaluate(probe)
         if screenshot is not None:
             screenshot.parent.mkdir(parents=True, exist_ok=True)
             if selector:
                 page.locator(selector).first.screenshot(path=str(screenshot))
             else:
-                page.screenshot(path=str(screenshot))
+                page.screenshot(path=str(screenshot), full_page=full_page)
     finally:
         page.close()
     return result

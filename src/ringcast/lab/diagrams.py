@@ -2,8 +2,9 @@
 
 Every run with a counterexample (up to :data:`MAX_FAILING`), with the offending events
 highlighted, and a sample of the others: per protocol and scenario the first run that
-saw a fault (else its first run), up to :data:`MAX_SAMPLE` and while the diagrams
-written stay under :data:`BUDGET_BYTES`. They go to ``timelines/`` beside the report,
+saw a fault (else its first run), taken round-robin by protocol so that every protocol
+gets a diagram, up to :data:`MAX_SAMPLE` and while the diagrams written stay under
+:data:`BUDGET_BYTES`. They go to ``timelines/`` beside the report,
 sharing one copy of plotly.js there; any other run's diagram is drawn on demand by
 ``ringcast lab timeline OUT --run RUN``.
 """
@@ -35,14 +36,20 @@ def highlights(check: Mapping[str, Any]) -> dict[str, list[Highlight]]:
 
 
 def sample(metrics: Mapping[str, Any]) -> list[str]:
-    """Per (protocol, scenario) the first run with a fault, else the first run."""
+    """Per (protocol, scenario) the first run with a fault, else the first run; taken
+    round-robin by protocol (each protocol's first scenario, then each one's second,
+    ...) so that a cut at :data:`MAX_SAMPLE` leaves every protocol some diagram."""
     chosen: dict[tuple[str, str], tuple[bool, str]] = {}
     for r in metrics.get("runs") or []:
         key = (str(r.get("protocol")), str(r.get("scenario")))
         rank = (r.get("faults") in (None, "none"), str(r["run"]))
         if key not in chosen or rank < chosen[key]:
             chosen[key] = rank
-    return [run for _, run in sorted(chosen.values(), key=lambda v: v[1])]
+    per_protocol: dict[str, list[str]] = {}
+    for (protocol, _), (_, run) in sorted(chosen.items(), key=lambda kv: kv[1][1]):
+        per_protocol.setdefault(protocol, []).append(run)
+    queues = [per_protocol[p] for p in sorted(per_protocol)]
+    return [q[k] for k in range(max(map(len, queues), default=0)) for q in queues if k < len(q)]
 
 
 def draw(

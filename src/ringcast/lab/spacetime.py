@@ -53,6 +53,8 @@ an even sample is drawn and the title says so (ticks and bands are always comple
 LANE = 0.32
 READABLE_ARROWS = 1500
 """A run with more arrows opens zoomed on the time of its first this many."""
+FAULT_MARGIN_MS = 100.0
+"""A run with faults opens on them: from this long (at least) before the first."""
 
 
 @dataclass(frozen=True)
@@ -486,19 +488,35 @@ def figure(
         traces += _highlight(rows, lane, h)
 
     title = f"{run or table.column('run')[0].as_py()}" + (f" ({protocol})" if protocol else "")
-    # a dense run opens on its first READABLE_ARROWS arrows (double-click: all of it)
-    view_end = end
-    ends = sorted(a[2] for a in msg_arrows + token_arrows)
-    if len(ends) > READABLE_ARROWS:
-        view_end = max(ends[READABLE_ARROWS], end / 1000)
-        title += f"; the first {view_end:g} ms of {end:g} (double-click for the whole run)"
+    fault_ms = [x for xs, _, _ in starts.values() for x in xs]
+    view_ms = [_ms(rows.t[k]) for k in rows.of("view") if rows.kind[k] == "view"]
+    window = opening_range(fault_ms, view_ms, end)
+    view_start, view_end = 0.0, end
+    if window is not None:
+        # a run with faults opens on them and their aftermath (double-click: all of it)
+        view_start, view_end = window
+        title += (
+            f"; {view_start:.0f}-{view_end:.0f} ms of {end:g}, the faults and after"
+            " (double-click: all)"
+        )
+    else:
+        # a dense run opens on its first READABLE_ARROWS arrows (double-click: all of it)
+        ends = sorted(a[2] for a in msg_arrows + token_arrows)
+        if len(ends) > READABLE_ARROWS:
+            view_end = max(ends[READABLE_ARROWS], end / 1000)
+            title += f"; the first {view_end:g} ms of {end:g} (double-click for the whole run)"
+    label_px = 8 * max((len(n) for n in nodes), default=1) + 24
     return {
         "data": traces,
         "layout": {
             "title": {"text": f"space-time diagram: {title}", "x": 0.01},
             "height": max(460, 160 + 46 * len(nodes)),
-            "margin": {"l": 60, "r": 20, "t": 60, "b": 50},
-            "xaxis": {"title": {"text": "time (ms)"}, "range": [0, view_end], "zeroline": False},
+            "margin": {"l": max(60, label_px), "r": 20, "t": 60, "b": 50},
+            "xaxis": {
+                "title": {"text": "time (ms)"},
+                "range": [view_start, view_end],
+                "zeroline": False,
+            },
             "yaxis": {
                 "tickvals": list(range(len(nodes))),
                 "ticktext": nodes,
@@ -514,6 +532,22 @@ def figure(
             "dragmode": "zoom",
         },
     }
+
+
+def opening_range(
+    faults: Sequence[float], views: Sequence[float], end: float
+) -> tuple[float, float] | None:
+    """The x range (ms) a diagram opens on when its run has faults (``None`` if it has
+    none): from the first fault less a margin through the aftermath, the last view
+    installed after the first fault or the last fault, whichever is later, plus a
+    margin; within ``[0, end]``. The margin is a tenth of that span, at least
+    :data:`FAULT_MARGIN_MS`, so that the steady state before the fault shows too."""
+    if not faults:
+        return None
+    first, last = min(faults), max(faults)
+    after = max([v for v in views if v >= first] + [last])
+    margin = max(FAULT_MARGIN_MS, (after - first) / 10)
+    return round(max(0.0, first - margin), 3), round(min(end, after + margin), 3)
 
 
 def _highlight(rows: _Rows, lane: dict[str, int], h: Highlight) -> list[dict[str, Any]]:

@@ -4,8 +4,10 @@
 loopback ports, and starts one ``ringcast node`` process a node (logs in
 ``logs/<id>.log``). With ``app_members`` it also writes that many nodes ``app1``,
 ``app2``, ... that it does not start, marked ``join = true`` (not in the initial group):
-the places for applications, which join with ``Group.join(file, "app1")``. It returns
-once every node it started is ready (its status endpoint listens). ``down``
+the places for applications, which join with ``Group.join(file, "app1")``. The nodes
+wait at a start gate until every one of them is up, then join at one instant, so that
+the first ring forms with all of them. It returns once every node it started is ready
+(its status endpoint listens). ``down``
 sends SIGTERM to each (the node leaves the group cleanly), waits, and kills what is left.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -29,6 +32,11 @@ PIDS = "pids.json"
 CONFIG = "cluster.toml"
 READY_TIMEOUT_S = 30.0
 """How long ``cluster up`` waits for its nodes' status endpoints."""
+GATE = "gate"
+"""The start gate's directory (``ringcast node --start-gate``)."""
+GATE_LEAD_S = 0.05
+"""How far ahead of the moment the last node armed the gate opens: time for every node,
+polling every 2 ms, to see it before the instant it names."""
 
 
 def free_port(kind: int = socket.SOCK_DGRAM) -> int:
@@ -153,12 +161,48 @@ def cluster_up(
     if (directory / PIDS).exists() and any(_alive(p) for p in read_pids(directory).values()):
         raise RuntimeError(f"{directory}: a cluster is running there (ringcast cluster down first)")
     config = write_cluster(directory, nodes=nodes, protocol=protocol, app_members=app_members)
-    procs = {nid: spawn_node(config, nid, directory / "logs", extra) for nid in node_ids(nodes)}
+    gate = directory / GATE
+    shutil.rmtree(gate, ignore_errors=True)
+    gated = [*(extra or []), "--start-gate", str(gate)]
+    procs = {nid: spawn_node(config, nid, directory / "logs", gated) for nid in node_ids(nodes)}
     pids = {nid: p.pid for nid, p in procs.items()}
     (directory / PIDS).write_text(json.dumps(pids, indent=1))
+    open_gate(gate, procs, directory / "logs", ready_timeout or READY_TIMEOUT_S)
     if ready_timeout:
         await_ready(config, procs, directory / "logs", ready_timeout)
     return pids
+
+
+def open_gate(
+    gate: Path, procs: Mapping[str, subprocess.Popen[bytes]], log_dir: Path, timeout: float
+) -> None:
+    """Once every node of ``procs`` is armed at the start gate (its process up, its
+    modules loaded), open it for all of them at one instant :data:`GATE_LEAD_S` ahead.
+    ``RuntimeError`` naming a node that exited or did not arm within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    waiting = set(procs)
+    while waiting:
+        for nid in sorted(waiting):
+            code = procs[nid].poll()
+            if code is not None:
+                raise RuntimeError(
+                    f"node {nid} exited with {code} at start: "
+                    f"{_last_line(log_dir / f'{nid}.log')} (`ringcast cluster down` stops the "
+                    "others)"
+                )
+            if (gate / f"{nid}.armed").exists():
+                waiting.discard(nid)
+        if waiting and time.monotonic() > deadline:
+            raise RuntimeError(
+                f"node {', '.join(sorted(waiting))} not started within {timeout:g} s "
+                f"(see {log_dir}); `ringcast cluster down` stops the cluster"
+            )
+        if waiting:
+            time.sleep(0.01)
+    start_ns = time.monotonic_ns() + int(GATE_LEAD_S * 1e9)
+    tmp = gate / ".start.tmp"
+    tmp.write_text(json.dumps({"start_ns": start_ns}))
+    tmp.replace(gate / "start")
 
 
 def await_ready(

@@ -126,10 +126,12 @@ async def run_node(
     summary: Path | None = None,
     sched_rr: bool = False,
     live_dir: Path | None = None,
+    start_gate: Path | None = None,
 ) -> dict[str, Any]:
     """Run ``node_id`` until SIGTERM/SIGINT (or the workload's end with ``summary``);
     ``sched_rr``: with realtime scheduling (:func:`set_sched_rr`), or a warning why not;
-    ``live_dir``: as a node of a live run (see the module's docstring)."""
+    ``live_dir``: as a node of a live run (see the module's docstring); ``start_gate``:
+    join only once the gate in that directory opens (:func:`pass_start_gate`)."""
     from ringcast.runtime.liverun import pass_gate, read_plans, run_planned
 
     setup_logging(config.log_level)
@@ -162,6 +164,14 @@ async def run_node(
             gate.cancel()
             return {"node": node_id, "started": False}
         config = gate.result()
+    elif start_gate is not None:
+        opened = asyncio.create_task(pass_start_gate(start_gate, node_id))
+        stopped = asyncio.create_task(stop.wait())
+        await asyncio.wait((opened, stopped), return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if not opened.done():  # stopped before the gate opened
+            opened.cancel()
+            return {"node": node_id, "started": False}
     # Not waiting for the first view: the status endpoint answers (and "node ready" is
     # logged) as soon as the sockets are open, view or not.
     async with Group.join(config, node_id, wait_view=False) as g:
@@ -203,6 +213,29 @@ async def run_node(
         tmp.write_text(json.dumps(result, default=str, indent=1))
         tmp.replace(summary)
     return result
+
+
+GATE_START = "start"
+"""The file that opens a start gate: ``{"start_ns": N}``, N on the monotonic clock."""
+
+
+async def pass_start_gate(gate: Path, node_id: str, *, poll: float = 0.002) -> None:
+    """Say this node is armed (``GATE/NODE.armed``: its process is up and its modules
+    loaded), wait for ``GATE/start`` and sleep until the instant it names: every node of
+    ``ringcast cluster up`` then joins at one instant, whatever the time each process
+    took to start, and the first ring forms with all of them (not with the first two
+    while the third is still importing)."""
+    gate.mkdir(parents=True, exist_ok=True)
+    armed = gate / f"{node_id}.armed"
+    tmp = gate / f".{node_id}.armed.tmp"
+    tmp.write_text(json.dumps({"pid": os.getpid()}))
+    tmp.replace(armed)
+    start = gate / GATE_START
+    while not start.exists():
+        await asyncio.sleep(poll)
+    wait = (int(json.loads(start.read_text())["start_ns"]) - time.monotonic_ns()) / 1e9
+    if wait > 0:
+        await asyncio.sleep(wait)
 
 
 def _status(g: Group, lat: LatencyLog) -> dict[str, Any]:

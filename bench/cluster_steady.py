@@ -1,0 +1,93 @@
+"""Does a freshly started local cluster hold its view, with a CPU burner on one core?
+
+For each protocol and size: ``ringcast cluster up`` (the node processes on loopback,
+as a user starts them), a busy loop in a process of its own for the whole run, no
+fault for ``--hold`` seconds, then ``kill -9`` of the last node and ``--after``
+seconds more; then ``cluster down`` and the runtime traces read. Reported per run:
+the regular views each node installed before the kill (1 is right: one view of all),
+whether they ended in one view of all, the views each survivor installed after the
+kill (1 is right) and whether they ended in one view of the survivors.
+
+    python bench/cluster_steady.py                       # every family, 3 and 5 nodes, 60 s
+    python bench/cluster_steady.py --protocols totem --sizes 3 --hold 10 --after 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ringcast.protocols import registry
+from ringcast.runtime.cluster import cluster_down, cluster_up, node_ids
+from ringcast.runtime.config import load_config
+from ringcast.runtime.steady import installed_views, judge
+
+BURNER = "while True: pass"
+
+
+def one(protocol: str, n: int, hold: float, after: float, burner: bool) -> dict[str, object]:
+    with tempfile.TemporaryDirectory(prefix="ringcast-steady-") as tmp:
+        d = Path(tmp)
+        burn = subprocess.Popen([sys.executable, "-c", BURNER]) if burner else None
+        try:
+            pids = cluster_up(d, nodes=n, protocol=protocol)
+            origin = load_config(d / "cluster.toml").origin_ns
+            time.sleep(hold)
+            victim = node_ids(n)[-1]
+            split = time.time_ns() - origin
+            os.kill(pids[victim], signal.SIGKILL)
+            time.sleep(after)
+        finally:
+            if (d / "pids.json").exists():
+                cluster_down(d)
+            if burn is not None:
+                burn.kill()
+                burn.wait()
+        views = installed_views(d / "trace")
+        v = judge(views, node_ids(n), split, victim)
+        return {
+            "protocol": protocol,
+            "nodes": n,
+            "start": v.start,
+            "formed": v.formed,
+            "after": v.after,
+            "settled": v.settled,
+            "ok": v.formed and v.settled and v.extra_at_start == 0 and v.extra_after == 0,
+        }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--protocols", default=",".join(registry.builtin_names()))
+    ap.add_argument("--sizes", default="3,5")
+    ap.add_argument("--hold", type=float, default=60.0, help="seconds without a fault")
+    ap.add_argument("--after", type=float, default=15.0, help="seconds after the kill")
+    ap.add_argument("--no-burner", action="store_true")
+    ap.add_argument("--json", type=Path, help="also write the results here")
+    a = ap.parse_args()
+    results = []
+    print(
+        "| protocol | nodes | views at start (per node) | one view of all"
+        " | views after kill -9 (per survivor) | one view of the survivors |"
+    )
+    print("|---|---|---|---|---|---|")
+    for p in a.protocols.split(","):
+        for n in map(int, a.sizes.split(",")):
+            r = one(p, n, a.hold, a.after, not a.no_burner)
+            results.append(r)
+            start = " ".join(str(c) for c in r["start"].values())  # type: ignore[attr-defined]
+            after = " ".join(str(c) for c in r["after"].values())  # type: ignore[attr-defined]
+            print(f"| {p} | {n} | {start} | {r['formed']} | {after} | {r['settled']} |", flush=True)
+    if a.json:
+        a.json.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
