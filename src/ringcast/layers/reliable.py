@@ -29,7 +29,7 @@ told by the ack that a later incarnation took those frames, reports each of them
 ``SendFailed``: delivered to the process it was meant for or not, it never will be now.
 A frame sent before the sender heard of the receiver at all (0) is handed up, as before.
 
-With a ``window`` (Tribes'; Raincore and basic keep their own flow control and set
+With a ``window`` (Tribes' and basic's; Raincore keeps its own flow control and sets
 none), the layer is also the protocol's flow control toward the application: when a
 send leaves ``window`` frames unacknowledged to some peer it emits
 ``Backpressure(True)``, and ``Backpressure(False)`` once every peer is at or below half

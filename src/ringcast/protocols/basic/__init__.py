@@ -6,34 +6,18 @@ order. It gives no total order and no view agreement under partitions: it is the
 yardstick the token protocols are measured against, and the smallest protocol that
 exercises every part of the simulator and the runtime.
 
-Flow control (a window per peer, in the protocol, not in the shared reliable layer):
-the sender numbers its messages to each peer (``BasicData.seq``, per boot ``epoch``)
-and counts those in flight, sent but not acknowledged. The receiver acknowledges
-cumulatively with a small ``BasicAck(epoch, upto)``, sent reliably every ``window // 4``
-messages from that sender. When a peer's in-flight count reaches ``window`` the node
-emits ``Backpressure(True)`` (the host holds new submits), and ``Backpressure(False)``
-once every peer is at or below ``window // 2``. So the reliable layer's retransmit
-queue to any peer never holds more than ``window`` messages (plus a few acks), whatever
-the application does. A peer that cannot be reached does not block the others: its
-in-flight count is dropped when the transport reports ``SendFailed`` for a message to
-it, or when the failure detector suspects it. The count is per sender boot, so a
-restarted receiver (which acknowledges the sender's sequence numbers, not its own
-counts) or a restarted sender (a new epoch; acks of the old one are ignored) never
-leaves a stale count behind. A receiver takes each message's seq as it comes (one boot's
-messages arrive in order), so a corrupted one far above the rest does not stop its acks.
+Flow control is the reliable layer's window, as Tribes has it
+(``ringcast.layers.reliable``): once ``window`` messages to some peer are
+unacknowledged, the layer emits ``Backpressure(True)`` and the host holds new submits,
+until every peer is at or below ``window // 2`` again. The receiver delivers a message
+as its reliable layer takes it, so the layer's acknowledgement is the delivery's. A
+peer that cannot be reached holds its senders until the layer gives up on it
+(``max_tries`` x ``rto``, then ``SendFailed`` for what was queued to it), not for good.
 
-A message for an earlier boot (found by the hostile generator once basic
-declared its failure-detection timeout, seed 168). The reliable layer used to hand a
-restarted receiver every frame its sender still retransmitted, so a message the old boot
-delivered, whose ack was lost before the crash, was delivered again by the new boot: the
-lab's integrity check (each message at most once at a node) failed. It was first mended
-in basic (each message named its destination's boot), then the mend moved to the
-reliable layer, where every protocol on it gets it (docs/protocols/raincore.md, decision
-34): a frame meant for an earlier incarnation of its receiver is refused there and
-reported to the sender with ``SendFailed``, which settles the in-flight count. basic's
-own guard was then removed: the layer hears of a peer's new boot from every frame and
-ack, before basic could from its own messages, so the guard only ever dropped messages
-sent to the new boot after the layer knew of it, which the old boot never had.
+A message for an earlier boot of its receiver (a frame its sender still retransmits to
+a node that restarted) is refused by the reliable layer and reported to the sender with
+``SendFailed``, so a restarted node never delivers again what its earlier boot did
+(docs/protocols/raincore.md, decision 34).
 
 The failure-detection timeout the lab's hostile generator scales its faults by is
 ``heartbeat_interval`` x ``heartbeat_misses`` (200 ms by default), as GMS's.
@@ -64,7 +48,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ringcast.core.units import MS
-from ringcast.protocols.basic.machine import BasicAck, BasicData, BasicMachine, make_basic
+from ringcast.protocols.basic.machine import BasicData, BasicMachine, make_basic
 from ringcast.protocols.registry import ProtocolSpec, Setting, register
 
 
@@ -98,7 +82,7 @@ SPEC = register(
                 "int",
                 256,
                 "messages in flight to one peer (unacknowledged by it) before Backpressure",
-                minimum=1,
+                minimum=2,
             ),
         },
         doc=__doc__ or "",
@@ -111,4 +95,4 @@ SPEC = register(
     )
 )
 
-__all__ = ["SPEC", "BasicAck", "BasicData", "BasicMachine", "make_basic"]
+__all__ = ["SPEC", "BasicData", "BasicMachine", "make_basic"]
