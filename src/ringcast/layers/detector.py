@@ -28,6 +28,8 @@ from ringcast.core.effects import EVERY_NETWORK, Effect, Multicast, SetTimer
 from ringcast.core.events import Event, Received, Suspected, Unsuspected
 from ringcast.core.ids import NodeId
 from ringcast.core.scale import doublings
+from ringcast.core.units import MS
+from ringcast.protocols.registry import Setting
 
 TIMER_PREFIX = "fd:"
 TIMER = TIMER_PREFIX + "tick"
@@ -134,3 +136,27 @@ class HeartbeatDetector:
 
     def timer(self, name: str, now: int) -> tuple[list[Event], list[Effect]]:
         return self.tick(now)
+
+
+SETTINGS: dict[str, Setting] = {
+    "heartbeat_interval": Setting("duration", 50 * MS, "heartbeat period", minimum=1),
+    "heartbeat_misses": Setting("int", 4, "missed heartbeats before suspicion", minimum=1),
+    "heartbeat_misses_per_doubling": Setting(
+        "int",
+        1,
+        "missed heartbeats added each time the configured group doubles beyond 8 "
+        "members (0: heartbeat_misses whatever the size)",
+        minimum=0,
+    ),
+}
+"""The detector's settings, declared once for every protocol that stacks it (basic,
+GMS): :meth:`HeartbeatDetector.from_settings` reads them."""
+
+
+def suspicion_time(settings: Mapping[str, Any]) -> int:
+    """The failure-detection timeout: ``heartbeat_misses`` silent heartbeat periods, that
+    of a group of up to 8. A larger group waits ``heartbeat_misses_per_doubling`` more
+    periods each time it doubles; the lab's unit stays this, as Totem's stays
+    ``token_timeout`` (docs/protocols/gms.md, "Failure detection that scales with the
+    group")."""
+    return int(settings["heartbeat_interval"]) * int(settings["heartbeat_misses"])

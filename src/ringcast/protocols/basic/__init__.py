@@ -44,36 +44,17 @@ that scales with the group") has the reasoning and what was set aside, and
 docs/benchmarks.md the runs.
 """
 
-from collections.abc import Mapping
-from typing import Any
-
 from ringcast.core.units import MS
+from ringcast.layers import detector
 from ringcast.protocols.basic.machine import BasicData, BasicMachine, make_basic
 from ringcast.protocols.registry import ProtocolSpec, Setting, register
-
-
-def _suspicion_time(settings: Mapping[str, Any]) -> int:
-    """The failure-detection timeout: ``heartbeat_misses`` silent heartbeat periods, that
-    of a group of up to 8. A larger group waits ``heartbeat_misses_per_doubling`` more
-    periods each time it doubles; the lab's unit stays this, as Totem's stays
-    ``token_timeout`` (this package's docstring, "Failure detection in a large group")."""
-    return int(settings["heartbeat_interval"]) * int(settings["heartbeat_misses"])
-
 
 SPEC = register(
     ProtocolSpec(
         "basic",
         make_basic,
         settings={
-            "heartbeat_interval": Setting("duration", 50 * MS, "heartbeat period", minimum=1),
-            "heartbeat_misses": Setting("int", 4, "missed heartbeats before suspicion", minimum=1),
-            "heartbeat_misses_per_doubling": Setting(
-                "int",
-                1,
-                "missed heartbeats added each time the configured group doubles beyond 8 "
-                "members (0: heartbeat_misses whatever the size)",
-                minimum=0,
-            ),
+            **detector.SETTINGS,
             "rto": Setting(
                 "duration", 20 * MS, "reliable unicast retransmission timeout", minimum=1
             ),
@@ -90,7 +71,7 @@ SPEC = register(
         # order and no view agreement across partitions (the lab's negative control).
         claims=frozenset({"integrity", "fifo", "convergence", "delivery_progress"}),
         total_orders=None,
-        timeout=_suspicion_time,
+        timeout=detector.suspicion_time,
         wire_ids=(0x0010, 0x001F),
     )
 )

@@ -10,12 +10,9 @@ as in JGroups' MERGE3. Application messages are reliable per-sender FIFO multica
 ``docs/protocols/gms.md``.
 """
 
-from collections.abc import Mapping
-from typing import Any
-
 from ringcast.core.machine import Machine, MachineContext
 from ringcast.core.units import MS
-from ringcast.layers import HeartbeatDetector, Stack
+from ringcast.layers import HeartbeatDetector, Stack, detector
 from ringcast.protocols.gms._state import render_mermaid
 from ringcast.protocols.gms.machine import MODES, GmsMachine
 from ringcast.protocols.registry import ProtocolSpec, Setting, register
@@ -29,14 +26,6 @@ def make_gms(ctx: MachineContext) -> Machine:
     )
 
 
-def _suspicion_time(settings: Mapping[str, Any]) -> int:
-    """The failure-detection timeout: ``heartbeat_misses`` silent heartbeat periods, that
-    of a group of up to 8. A larger group waits ``heartbeat_misses_per_doubling`` more
-    periods each time it doubles; the lab's unit stays this, as Totem's stays
-    ``token_timeout`` (docs/protocols/gms.md, "Failure detection that scales with the group")."""
-    return int(settings["heartbeat_interval"]) * int(settings["heartbeat_misses"])
-
-
 SPEC = register(
     ProtocolSpec(
         "gms",
@@ -45,15 +34,7 @@ SPEC = register(
             "view_install": Setting(
                 "str", "two_phase", "view installation: plain, acks or two_phase"
             ),
-            "heartbeat_interval": Setting("duration", 50 * MS, "heartbeat period", minimum=1),
-            "heartbeat_misses": Setting("int", 4, "missed heartbeats before suspicion", minimum=1),
-            "heartbeat_misses_per_doubling": Setting(
-                "int",
-                1,
-                "missed heartbeats added each time the configured group doubles beyond 8 "
-                "members (0: heartbeat_misses whatever the size)",
-                minimum=0,
-            ),
+            **detector.SETTINGS,
             "suspect_interval": Setting(
                 "duration", 100 * MS, "SUSPECT re-multicast period (FD)", minimum=1
             ),
@@ -140,7 +121,7 @@ SPEC = register(
         ),
         wire_ids=(0x0400, 0x04FF),
         # FD suspects a member after heartbeat_misses silent heartbeat periods
-        timeout=_suspicion_time,
+        timeout=detector.suspicion_time,
     )
 )
 
