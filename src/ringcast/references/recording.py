@@ -151,6 +151,25 @@ BOOT_BLOCK = 10**9
 ``(boot - 1) * BOOT_BLOCK + 1``."""
 
 
+def _trace(
+    args: argparse.Namespace, protocol: str, store: StateStore, boot: int, *, write_through: bool
+) -> TraceLog:
+    """The trace of life ``boot`` of node ``args.name`` (JSON-lines segments)."""
+    return TraceLog(
+        args.trace_dir,
+        run=args.run,
+        node=args.name,
+        fmt="jsonl",
+        origin_ns=args.origin_ns,
+        store=store,
+        boot=boot,
+        protocol=protocol,
+        rotate_ns=int(args.rotate * 1e9),
+        origin_clock=args.origin_clock,
+        write_through=write_through,
+    )
+
+
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child
     import ctypes
 
@@ -177,19 +196,7 @@ def run(
     boot = int(store.get("host.boots") or b"0") + 1
     store.put("host.boots", str(boot).encode())
     cmd = [*cmd, *first((boot - 1) * BOOT_BLOCK + 1)]
-    trace = TraceLog(
-        args.trace_dir,
-        run=args.run,
-        node=args.name,
-        fmt="jsonl",
-        origin_ns=args.origin_ns,
-        store=store,
-        boot=boot,
-        protocol=protocol,
-        rotate_ns=int(args.rotate * 1e9),
-        origin_clock=args.origin_clock,
-        write_through=args.write_through,
-    )
+    trace = _trace(args, protocol, store, boot, write_through=args.write_through)
     setup_logging()
     log = node_logger(args.name)
     rec = make(
@@ -278,18 +285,7 @@ def mend(args: argparse.Namespace, protocol: str, make: MakeRecording) -> list[i
         missing = rows[len(written) :]
         if not missing:
             continue
-        trace = TraceLog(
-            args.trace_dir,
-            run=args.run,
-            node=args.name,
-            fmt="jsonl",
-            origin_ns=args.origin_ns,
-            store=store,
-            boot=boot,
-            protocol=protocol,
-            origin_clock=args.origin_clock,
-            write_through=True,
-        )
+        trace = _trace(args, protocol, store, boot, write_through=True)
         try:
             for a, kw in missing:
                 trace.add(*a, **kw)
