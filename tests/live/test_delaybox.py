@@ -267,3 +267,21 @@ def test_the_driver_chooses_how_to_delay(
     assert d._shaping() == shaping
     if shaping == "netem":
         assert d.netem == {n: ["delay", "1000us"] for n in NODES}
+
+
+@pytest.mark.parametrize("offload", [True, False])
+def test_the_cluster_file_can_turn_udp_offload_off(tmp_path: Path, offload: bool) -> None:
+    """Through the delay box each datagram is a frame of its own (its own draw)."""
+    import tomllib
+
+    from ringcast.runtime.config import parse_config, render_config
+
+    text = render_config(
+        name="d",
+        protocol="tribes",
+        nodes=[("A", ["10.0.0.1:5405"], None)],
+        udp_offload=offload,
+    )
+    cfg = parse_config(tomllib.loads(text), base=tmp_path)
+    assert cfg.udp_offload is offload
+    assert ("udp_offload = false" in text) is not offload

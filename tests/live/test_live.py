@@ -124,6 +124,7 @@ def test_every_family_runs_live_and_the_lab_checks_it(
             assert summary["latency"] == "the scenario's, by the delay box"
             box = summary["delaybox"]
             assert box["delayed"] > 1000 and box["send_errors"] == 0
+            assert box["runs"] == 0  # offload off: a datagram a frame, a draw each
         else:
             assert summary["latency"] == "the bridges' own" and summary["delaybox"] is None
 

@@ -741,6 +741,8 @@ class Driver:
                 origin_clock="monotonic",
                 trace_packets=self.sc.trace_packets,
                 joining=self.sc.joiners,
+                # through the delay box a datagram a frame: each gets its own draw
+                udp_offload=self.shaping != "delaybox",
             )
         )
         for n in self.sc.all_nodes:

@@ -367,6 +367,7 @@ def render_config(
     joining: Collection[str] = (),
     origin_clock: str | None = None,
     trace_write_through: bool = False,
+    udp_offload: bool = True,
 ) -> str:
     """A cluster file's text (used by ``ringcast cluster up``, ``ringcast live`` and the
     tests); the nodes in ``joining`` get ``join = true``."""
@@ -406,6 +407,8 @@ def render_config(
         lines.append("trace_packets = true")
     if trace_write_through:
         lines.append("trace_write_through = true")
+    if not udp_offload:
+        lines.append("udp_offload = false")
     lines += ["", "[settings]"]
     lines += [f"{k} = {val(v)}" for k, v in (settings or {}).items()]
     for node_id, addrs, status in nodes:
