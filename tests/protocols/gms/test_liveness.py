@@ -120,8 +120,10 @@ def test_an_overtaken_installation_leaves_its_coordinator_coordinator() -> None:
 def test_a_merge_given_up_frees_the_nodes_that_answered() -> None:
     """regress_merge_locks_outlive_the_merge (hostile seed 30): three singletons; the
     merges given up (refused, or giving way) no longer leave their answerers refusing
-    every other leader for two intervals: one merge of all three after the heal."""
-    rows = run("regress_merge_locks_outlive_the_merge", "two_phase", seed=30)
+    every other leader for two intervals: one merge of all three after the heal. Run at
+    seed 14, where merges are still given up with today's merge timing (at seed 30 the
+    leader now waits for the singletons it hears and none is given up)."""
+    rows = run("regress_merge_locks_outlive_the_merge", "two_phase", seed=14)
     assert checks.safety(rows) == []
     heal = 1_849_000_000
     assert checks.records(rows, "merge_cancelled")
