@@ -598,19 +598,29 @@ class GmsMachine:
             # two_phase: the silent members are treated as suspected; restart phase one
             members = [m for m in inst.view.members if m not in inst.missing_acks]
             view = self.view
-            alive = inst.missing_acks - self.local_suspects
-            if inst.merge and alive and view is not None:
-                # A merge view is installed whole or not at all. Members this node's
-                # failure detector still hears did not acknowledge it (they refused a
-                # view that takes part of their group, or were moved on): restarting it
-                # without them would merge the rest, a partial merge (hostile seed 451:
-                # F merged A:1 as one member had reported it, A, B, C and G refused, and
-                # F:4 = {F, D, E} took the two singletons alone). The merge is given up:
-                # the first phase restarts with this node's own view less its silent
-                # members, and the next merge takes the subgroups as they are now.
-                members = [m for m in members if m in view]
+            merge = inst.merge and view is not None
+            if merge and view is not None:
+                silent = inst.missing_acks
+                if silent & set(view.members) or silent - self.local_suspects:
+                    # A merge view is installed whole or not at all. A silent member
+                    # this node's failure detector still hears refused it (its view had
+                    # moved on: hostile seeds 21, 451) or cannot get through, and one of
+                    # this node's own view may be alive behind a lossy link (seed 270:
+                    # E, left out of A:5 = A:2 + B): restarted without them, the view
+                    # would merge the rest, a partial merge. The merge is given up: the
+                    # first phase restarts with this node's own view less its silent
+                    # members (an exclusion), and the next merge takes the subgroups as
+                    # they are then.
+                    members = [m for m in members if m in view]
+                    merge = False
+                # else: the silent members are members of other subgroups that this
+                # node's detector suspects (gone, most likely): the restart merges the
+                # rest, still a merge view. Giving it up too would merge again with
+                # their subgroups, whose coordinators answered this merge and cast no
+                # view meanwhile, so the gone members would still be in them.
+                merge = merge and any(m not in view for m in members)
             self.suspects |= inst.missing_acks
-            self._restart(members, out, why="view_ack_collection_timeout")
+            self._restart(members, out, why="view_ack_collection_timeout", merge=merge)
             return
         msg: Any
         if self.mode == "two_phase":
@@ -621,8 +631,11 @@ class GmsMachine:
             out.append(Send(m, msg))
         out.append(SetTimer(TIMER_OF["ack_timer"], self.rto))
 
-    def _restart(self, members: list[str], out: list[Effect], *, why: str) -> None:
-        """two_phase: restart the first phase with a new view of ``members``."""
+    def _restart(
+        self, members: list[str], out: list[Effect], *, why: str, merge: bool = False
+    ) -> None:
+        """two_phase: restart the first phase with a new view of ``members`` (``merge``:
+        still a merge view, installed whole or given up)."""
         inst = self.install
         joiners = inst.joiners if inst else ()
         self.install = None
@@ -645,21 +658,8 @@ class GmsMachine:
                 # asks again.
                 members = [m for m in members if m not in joiners or m in view]
                 joiners = ()
-        # A merge view restarted without its silent members is still a merge view of
-        # the rest (installed whole, given up if a live member does not acknowledge
-        # it): as a plain view, a member of another subgroup refused it and the next
-        # restart merged the others without it (hostile seed 21: A:11 = A:10 less the
-        # suspected F, refused by B, whose view held F; A:12 then merged C and G alone)
-        merge = False
-        if inst is not None and inst.merge and view is not None:
-            merge = any(m not in view for m in members)
-        self._cast(
-            members,
-            out,
-            joiners=tuple(j for j in joiners if j in members),
-            why=why,
-            merge=merge,
-        )
+        joiners = tuple(j for j in joiners if j in members)
+        self._cast(members, out, joiners=joiners, why=why, merge=merge)
 
     # ------------------------------------------------------------ coordinator requests
 
