@@ -216,3 +216,18 @@ def test_a_foreign_info_is_answered_once_per_half_interval() -> None:
     later = 1_000_000 + a.merge_interval // 2
     assert _sent(a.handle(Received("B", M.MergeInfo("B:1", "B", True)), later), M.MergeInfo) == []
     assert len(_sent(a.handle(Received("B", M.MergeInfo("B:1", "B")), later), M.MergeInfo)) == 1
+
+
+def test_members_of_a_view_already_heard_of_do_not_hold_a_merge_back() -> None:
+    """regress_quiet_interval_restarted (hostile seed 769): after the heal at 0.72 s, B
+    hears C's new view C:5 from its members one after the other; only the first restarts
+    its quiet interval, and B merges everyone (G and H included, left in A:1 with the
+    crashed A) within 5 T of the heal (before: 1.3 s after it, and convergence missed)."""
+    rows = run("regress_quiet_interval_restarted", "two_phase", seed=769)
+    assert checks.safety(rows) == []
+    assert checks.merge_atomicity(rows) == []
+    heal = 723_000_000
+    (merge, *_) = _merges_after(rows, heal)
+    assert merge["node"] == "B"
+    assert merge["t"] - heal < 5 * T
+    assert _converges(rows, set("BCDEFGH")) == []

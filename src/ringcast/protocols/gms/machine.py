@@ -1068,6 +1068,7 @@ class GmsMachine:
             view is not None
             and (src not in view or id_key(msg.view_id) > view.key)
             and (old is None or old[1] != msg.view_id)
+            and all(e[1] != msg.view_id for e in self.info.values())
             and src not in self.unaccounted
         ):
             self.foreign_changed = self.now
