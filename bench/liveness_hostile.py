@@ -10,7 +10,10 @@ miss convergence (an unsettled period after the last fault longer than ``--bound
 timeouts) and delivery_progress (a live node with messages of its own pending and no
 delivery in the last second of the run), whether the family claims them or not, with
 the seeds; ``--jsonl FILE`` writes one line a miss (what the run drew and the
-property's note) for classifying them.
+property's note) for classifying them. ``--safety`` checks the same runs for
+merge_atomicity and the safety every family claims (``ringcast.lab.reference``: no
+invariant row, view and leader agreement, integrity, FIFO), so one pass gives the
+whole table.
 
     python bench/liveness_hostile.py --protocols gms,basic --seeds 1-500 --jobs 2
 """
@@ -29,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.protocols.soakrun import parse_seeds
 
+from ringcast.lab import reference
 from ringcast.lab.liveness import (
     DEFAULT_BOUND,
     components,
@@ -44,9 +48,10 @@ PROPS = ("convergence", "delivery_progress", "unsettled_at_end")
 """``unsettled_at_end``: the lab's measure of convergence before it had one definition
 for every family (some live node not in the one configuration of its component when the
 run stops, whatever happened before), for the before/after table."""
+SAFETY = ("merge_atomicity", "safety")
 
 
-def one(protocol: str, seed: int, bound: float) -> dict[str, Any]:
+def one(protocol: str, seed: int, bound: float, safety: bool = False) -> dict[str, Any]:
     spec = registry.get(protocol)
     timeout = spec.timeout_ns({})
     assert timeout is not None, f"{protocol} exposes no failure-detection timeout"
@@ -72,6 +77,9 @@ def one(protocol: str, seed: int, bound: float) -> dict[str, Any]:
             ).at_end
         ],
     }
+    if safety:
+        found["merge_atomicity"] = reference.merge_atomicity(rows)
+        found["safety"] = reference.safety(rows)
     return {
         "protocol": protocol,
         "seed": seed,
@@ -92,6 +100,7 @@ def main() -> int:
     ap.add_argument("--bound", type=float, default=DEFAULT_BOUND, help="timeouts")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--jsonl", type=Path, help="one line a run that misses something")
+    ap.add_argument("--safety", action="store_true", help="merge_atomicity and safety too")
     a = ap.parse_args()
     seeds = parse_seeds(a.seeds)
     out = a.jsonl.open("w") if a.jsonl else None
@@ -99,9 +108,10 @@ def main() -> int:
         for protocol in a.protocols.split(","):
             claims = registry.get(protocol).claims
             t0 = time.monotonic()
-            missed: dict[str, list[int]] = {p: [] for p in PROPS}
+            props = PROPS + SAFETY if a.safety else PROPS
+            missed: dict[str, list[int]] = {p: [] for p in props}
             n = len(seeds)
-            runs = pool.map(one, [protocol] * n, seeds, [a.bound] * n, chunksize=4)
+            runs = pool.map(one, [protocol] * n, seeds, [a.bound] * n, [a.safety] * n, chunksize=4)
             for k, r in enumerate(runs, start=1):
                 for p in r["missed"]:
                     missed[p].append(r["seed"])
@@ -113,11 +123,11 @@ def main() -> int:
                     out.flush()
             took = time.monotonic() - t0
             parts = []
-            for p in PROPS:
-                tag = "" if p in claims or p == PROPS[2] else " (not claimed)"
+            for p in props:
+                tag = "" if p in claims or p in (PROPS[2], "safety") else " (not claimed)"
                 parts.append(f"{p}{tag} missed {len(missed[p])}")
             print(f"{protocol}: {n} runs in {took:.0f} s; " + ", ".join(parts), flush=True)
-            for p in PROPS:
+            for p in props:
                 if missed[p]:
                     print(f"  {p} seeds: {missed[p][:60]}", flush=True)
     if out is not None:

@@ -99,6 +99,7 @@ SPEC = register(
             "join_retry",
             "join_wait",
             "join_rejected",
+            "stale_join",
             "singleton",
             "cast_view",
             "ack_timeout",

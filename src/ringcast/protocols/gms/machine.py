@@ -126,6 +126,7 @@ class _Install:
     deadline: int
     committed: bool = False
     merge: bool = False  # a merge view: installed whole or not at all
+    ticked: int = 0  # when the acknowledgements were last asked again
 
 
 @dataclass(slots=True)
@@ -181,6 +182,8 @@ class GmsMachine:
         # coordinator
         self.install: _Install | None = None
         self.q_joins: set[str] = set()
+        self.join_at: dict[str, int] = {}
+        """When each queued JOIN arrived (its latest copy)."""
         self.q_leaves: set[str] = set()
         self.plain_retx: dict[str, tuple[Any, set[str]]] = {}
         # merge
@@ -200,6 +203,11 @@ class GmsMachine:
         """Submits made while not a member (discovering, joining), sent once it is."""
         self.dropped = 0
         self.foreign_changed = 0
+        self.peers = tuple(p for p in ctx.peers if p != ctx.node_id)
+        self.revived: dict[str, int] = {}
+        """When the failure detector last heard each node again after suspecting it."""
+        self.unaccounted: dict[str, int] = {}
+        """Nodes outside the view heard alive but not reporting their view, since when."""
         self.injected = parse_injected(str(s.get("inject_views", "")), ctx.node_id)
 
     # ------------------------------------------------------------ dispatch
@@ -472,7 +480,7 @@ class GmsMachine:
         if self.mode == "two_phase":
             missing = set(v.members) - {self.node_id}
             self.install = _Install(
-                v, old, joiners, missing, self.now + self.ack_timeout, merge=merge
+                v, old, joiners, missing, self.now + self.ack_timeout, merge=merge, ticked=self.now
             )
             for m in v.members:
                 if m != self.node_id:
@@ -499,7 +507,9 @@ class GmsMachine:
             return
         # acks: block on missing_acks (requests are queued meanwhile)
         missing = set(v.members) - {self.node_id} - self.suspects
-        self.install = _Install(v, old, joiners, missing, self.now + self.ack_timeout)
+        self.install = _Install(
+            v, old, joiners, missing, self.now + self.ack_timeout, ticked=self.now
+        )
         if not leaving:
             self._install(v, out)
         if missing:
@@ -584,6 +594,14 @@ class GmsMachine:
         inst = self.install
         if inst is None:
             return
+        lost = self.now - inst.ticked - 2 * self.rto
+        inst.ticked = self.now
+        if lost > 0:
+            # This node was not running (paused) for ``lost`` of the timeout: it could
+            # not ask again meanwhile, so the silent members get that time back (hostile
+            # seed 142: A, paused past its merge view's deadline, restarted it without
+            # D at once on resuming, though D was reachable again since a heal).
+            inst.deadline += lost
         if self.now >= inst.deadline:
             out.append(
                 Record.of(
@@ -595,8 +613,30 @@ class GmsMachine:
                 return
             # two_phase: the silent members are treated as suspected; restart phase one
             members = [m for m in inst.view.members if m not in inst.missing_acks]
+            view = self.view
+            merge = inst.merge and view is not None
+            if merge and view is not None:
+                silent = inst.missing_acks
+                if silent & set(view.members) or silent - self.local_suspects:
+                    # A merge view is installed whole or not at all. A silent member
+                    # this node's failure detector still hears refused it (its view had
+                    # moved on: hostile seeds 21, 451) or cannot get through, and one of
+                    # this node's own view may be alive behind a lossy link (seed 270:
+                    # E, left out of A:5 = A:2 + B): restarted without them, the view
+                    # would merge the rest, a partial merge. The merge is given up: the
+                    # first phase restarts with this node's own view less its silent
+                    # members (an exclusion), and the next merge takes the subgroups as
+                    # they are then.
+                    members = [m for m in members if m in view]
+                    merge = False
+                # else: the silent members are members of other subgroups that this
+                # node's detector suspects (gone, most likely): the restart merges the
+                # rest, still a merge view. Giving it up too would merge again with
+                # their subgroups, whose coordinators answered this merge and cast no
+                # view meanwhile, so the gone members would still be in them.
+                merge = merge and any(m not in view for m in members)
             self.suspects |= inst.missing_acks
-            self._restart(members, out, why="view_ack_collection_timeout")
+            self._restart(members, out, why="view_ack_collection_timeout", merge=merge)
             return
         msg: Any
         if self.mode == "two_phase":
@@ -607,8 +647,11 @@ class GmsMachine:
             out.append(Send(m, msg))
         out.append(SetTimer(TIMER_OF["ack_timer"], self.rto))
 
-    def _restart(self, members: list[str], out: list[Effect], *, why: str) -> None:
-        """two_phase: restart the first phase with a new view of ``members``."""
+    def _restart(
+        self, members: list[str], out: list[Effect], *, why: str, merge: bool = False
+    ) -> None:
+        """two_phase: restart the first phase with a new view of ``members`` (``merge``:
+        still a merge view, installed whole or given up)."""
         inst = self.install
         joiners = inst.joiners if inst else ()
         self.install = None
@@ -618,7 +661,21 @@ class GmsMachine:
         if not members or (members == [self.node_id] and self.state is St.LEAVING):
             self.state = St.LEFT
             return
-        self._cast(members, out, joiners=tuple(j for j in joiners if j in members), why=why)
+        view = self.view
+        if joiners and view is not None:
+            kept = sum(1 for m in view.members if m in members)
+            if 2 * kept <= len(view.members):
+                # Cut down to no more than half of its view, the restarted view excludes
+                # and admits nobody, as a takeover cut off from its view does: a joiner
+                # may have formed a view of its own meanwhile, and a view of it and a
+                # fragment of this one is a partial merge of the two (hostile seed 274:
+                # A, partitioned with B alone, restarted its view down to itself and
+                # the joiner D, who was on the other side in a singleton). The joiner
+                # asks again.
+                members = [m for m in members if m not in joiners or m in view]
+                joiners = ()
+        joiners = tuple(j for j in joiners if j in members)
+        self._cast(members, out, joiners=joiners, why=why, merge=merge)
 
     # ------------------------------------------------------------ coordinator requests
 
@@ -633,12 +690,14 @@ class GmsMachine:
         self.suspects.discard(src)
         self.local_suspects.discard(src)
         self.q_joins.add(src)
+        self.join_at[src] = self.now
         self._process_queue(out)
 
     def _queue_join(self, src: str, msg: M.Join, out: list[Effect]) -> None:
         self._join_floor(msg)
         self.suspects.discard(src)
         self.q_joins.add(src)
+        self.join_at[src] = self.now
 
     def _on_leave(self, src: str, msg: M.Leave, out: list[Effect]) -> None:
         self.q_leaves.add(src)
@@ -662,7 +721,15 @@ class GmsMachine:
             # during a merge): a view cast now would be one the merge view leaves out
             return
         gone = self.q_leaves | (self.suspects & set(self.view.members))
-        joins = self.q_joins
+        # A JOIN queued longer than join_timeout is one its sender gave up: it went back
+        # to discovery, and may have formed a view of its own since, which admitting it
+        # now would take a member out of (hostile seed 515: F, locked by a merge, served
+        # D's JOIN 1.4 s late, and F:4 = {F, D} merged D's singleton with F alone while
+        # A was merging everyone). A joiner still joining sends its JOIN again.
+        joins = {j for j in self.q_joins if self.now - self.join_at.get(j, 0) <= self.join_timeout}
+        for j in sorted(self.q_joins - joins):
+            out.append(Record.of("stale_join", node=j, at=self.join_at.get(j, 0)))
+        self.join_at = {j: t for j, t in self.join_at.items() if j in joins}
         if not gone and not joins:
             return
         members = [m for m in self.view.members if m not in gone]
@@ -692,6 +759,7 @@ class GmsMachine:
 
     def _fd_unsuspected(self, src: str, node: str, out: list[Effect]) -> None:
         self.local_suspects.discard(node)
+        self.revived[node] = self.now
         self.announced.discard(node)
 
     def _fd_announce(self, out: list[Effect], *, repeat: bool) -> None:
@@ -1016,6 +1084,8 @@ class GmsMachine:
             view is not None
             and (src not in view or id_key(msg.view_id) > view.key)
             and (old is None or old[1] != msg.view_id)
+            and all(e[1] != msg.view_id for e in self.info.values())
+            and src not in self.unaccounted
         ):
             self.foreign_changed = self.now
         self.info[src] = (self.now, msg.view_id, msg.coord)
@@ -1096,6 +1166,8 @@ class GmsMachine:
                 return
         if now - self.foreign_changed < self.merge_interval:
             return  # wait until every reachable member has been heard
+        if self._unaccounted(view, out):
+            return
         asked = self._merge_coords(foreign)
         self.merges += 1
         mid = f"{self.node_id}:{self.merges}"
@@ -1106,6 +1178,30 @@ class GmsMachine:
         for n in sorted(asked):
             out.append(Send(n, M.MergeReq(mid)))
         out.append(SetTimer(TIMER_OF["merge_req_timer"], self.rto))
+
+    def _unaccounted(self, view: GView, out: list[Effect]) -> bool:
+        """Whether a merge waits for a node outside ``view`` that the failure detector
+        hears alive but whose view this node has not heard since (no INFO since it was
+        last heard again): a merge decided without it would leave a reachable
+        subgroup behind (after a heal, the leader's picture of the other side is
+        the one from before the partition until their INFO comes in: hostile seed
+        454, a merge of B decided 259 ms after the heal while C's INFO was lost).
+        Each such node is asked for its INFO (this node's INFO, answered at once),
+        and waited for at most one ``merge_interval``: a node whose INFO does not
+        come through by then is left to the next merge."""
+        now = self.now
+        wait = False
+        seen: dict[str, int] = {}
+        outside = (set(self.peers) | set(self.revived)) - set(view.members) - self.local_suspects
+        for n in sorted(outside - {self.node_id}):
+            e = self.info.get(n)
+            if e is not None and e[0] >= self.revived.get(n, 0):
+                continue
+            seen[n] = since = self.unaccounted.get(n, now)
+            out.append(Send(n, M.MergeInfo(view.view_id, view.members[0])))
+            wait = wait or now - since < self.merge_interval
+        self.unaccounted = seen
+        return wait
 
     def _merge_wave(self, mg: _Merge, view: GView, out: list[Effect]) -> bool:
         """Ask the views the answers heard of and this node did not (one node each, as
