@@ -53,7 +53,14 @@ def _env(**extra: str) -> dict[str, str]:
         for k, v in os.environ.items()
         if k not in ("SPARK_REMOTE", "SPARK_MASTER", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")
     }
-    env.update(RINGCAST_DRIVER_MEMORY="1g", SPARK_LOCAL_IP="127.0.0.1", **extra)
+    # the master these tests start is there: on a loaded machine registering with it can
+    # take longer than the 10 s after which a user is told none is listening
+    env.update(
+        RINGCAST_DRIVER_MEMORY="1g",
+        SPARK_LOCAL_IP="127.0.0.1",
+        RINGCAST_MASTER_WAIT_S="120",
+        **extra,
+    )
     return env
 
 
