@@ -160,7 +160,8 @@ def cluster_up(
     """Write the cluster (with protocol ``settings``) and start its processes (not the
     ``app_members``) behind the start gate (``gate`` false: each joins as soon as it is
     up, for comparison), and wait until each is ready (:func:`await_ready`;
-    ``ready_timeout`` 0: do not wait); return ``{node_id: pid}``."""
+    ``ready_timeout`` 0: do not wait for that, only for the gate, up to
+    :data:`READY_TIMEOUT_S`); return ``{node_id: pid}``."""
     if (directory / PIDS).exists() and any(_alive(p) for p in read_pids(directory).values()):
         raise RuntimeError(f"{directory}: a cluster is running there (ringcast cluster down first)")
     config = write_cluster(
