@@ -10,6 +10,7 @@ kill (1 is right) and whether they ended in one view of the survivors.
 
     python bench/cluster_steady.py                       # every family, 3 and 5 nodes, 60 s
     python bench/cluster_steady.py --protocols totem --sizes 3 --hold 10 --after 5
+    python bench/cluster_steady.py --no-gate --protocols raincore --set rto_max=10ms  # before
 """
 
 from __future__ import annotations
@@ -32,18 +33,27 @@ from ringcast.runtime.steady import installed_views, judge
 BURNER = "while True: pass"
 
 
-def one(protocol: str, n: int, hold: float, after: float, burner: bool) -> dict[str, object]:
+def one(
+    protocol: str,
+    n: int,
+    hold: float,
+    after: float,
+    burner: bool,
+    gate: bool = True,
+    settings: dict[str, str] | None = None,
+) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="ringcast-steady-") as tmp:
         d = Path(tmp)
         burn = subprocess.Popen([sys.executable, "-c", BURNER]) if burner else None
         try:
-            pids = cluster_up(d, nodes=n, protocol=protocol)
+            pids = cluster_up(d, nodes=n, protocol=protocol, gate=gate, settings=settings)
             origin = load_config(d / "cluster.toml").origin_ns
             time.sleep(hold)
             victim = node_ids(n)[-1]
             split = time.time_ns() - origin
             os.kill(pids[victim], signal.SIGKILL)
             time.sleep(after)
+            until = time.time_ns() - origin
         finally:
             if (d / "pids.json").exists():
                 cluster_down(d)
@@ -51,7 +61,7 @@ def one(protocol: str, n: int, hold: float, after: float, burner: bool) -> dict[
                 burn.kill()
                 burn.wait()
         views = installed_views(d / "trace")
-        v = judge(views, node_ids(n), split, victim)
+        v = judge(views, node_ids(n), split, victim, until)
         return {
             "protocol": protocol,
             "nodes": n,
@@ -70,6 +80,12 @@ def main() -> None:
     ap.add_argument("--hold", type=float, default=60.0, help="seconds without a fault")
     ap.add_argument("--after", type=float, default=15.0, help="seconds after the kill")
     ap.add_argument("--no-burner", action="store_true")
+    ap.add_argument(
+        "--no-gate", action="store_true", help="nodes join as they come up (before the gate)"
+    )
+    ap.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="a protocol setting"
+    )
     ap.add_argument("--json", type=Path, help="also write the results here")
     a = ap.parse_args()
     results = []
@@ -80,7 +96,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for p in a.protocols.split(","):
         for n in map(int, a.sizes.split(",")):
-            r = one(p, n, a.hold, a.after, not a.no_burner)
+            settings = dict(kv.split("=", 1) for kv in a.set)
+            r = one(p, n, a.hold, a.after, not a.no_burner, not a.no_gate, settings or None)
             results.append(r)
             start = " ".join(str(c) for c in r["start"].values())  # type: ignore[attr-defined]
             after = " ".join(str(c) for c in r["after"].values())  # type: ignore[attr-defined]

@@ -480,3 +480,30 @@ def test_without_a_window_the_layer_never_holds_the_application() -> None:
     rt = ReliableUnicast("A", rto=10, max_tries=3, storage={})
     effects = [e for k in range(1000) for e in rt.send("B", k)]
     assert not [e for e in effects if isinstance(e, Backpressure)]
+
+
+def test_retransmissions_back_off_up_to_rto_max() -> None:
+    """With ``rto_max`` the wait doubles after each unanswered try (RFC 6298, 5.5): the
+    first retransmission after ``rto``, failure-on-delivery after the whole budget."""
+    ms = 1_000_000
+    r = ReliableUnicast("A", rto=10 * ms, max_tries=6, storage={}, rto_max=40 * ms)
+    assert [r.wait(k) for k in range(1, 7)] == [
+        10 * ms,
+        20 * ms,
+        40 * ms,
+        40 * ms,
+        40 * ms,
+        40 * ms,
+    ]
+    assert r.budget == 190 * ms
+    assert ReliableUnicast("A", rto=10 * ms, max_tries=6, storage={}).budget == 60 * ms
+    effects = r.send("B", "token")
+    waits = [e.delay for e in effects if isinstance(e, SetTimer)]
+    up: list[Event] = []
+    for _ in range(6):
+        up, effects = r.on_timer(TIMER + "B")
+        waits += [e.delay for e in effects if isinstance(e, SetTimer)]
+    assert waits == [10 * ms, 20 * ms, 40 * ms, 40 * ms, 40 * ms, 40 * ms]
+    assert [type(e) for e in up] == [SendFailed]  # after the sixth try's wait
+    with pytest.raises(ValueError, match="rto_max"):
+        ReliableUnicast("A", rto=10 * ms, max_tries=6, storage={}, rto_max=5 * ms)

@@ -57,3 +57,13 @@ def test_judge_counts_views_before_and_after_the_kill() -> None:
     # never formed: a node's last view before the kill lacks a member
     split = dict(steady, n2=[_v("n2", 2, "s", "n2")])
     assert not judge(split, nodes, 50, "n3").formed
+
+
+def test_judge_ignores_the_views_of_the_stop() -> None:
+    nodes = ["n1", "n2"]
+    views = {
+        "n1": [_v("n1", 1, "a", *nodes)],
+        "n2": [_v("n2", 1, "a", *nodes), _v("n2", 100, "z", "n2")],  # n1 left first
+    }
+    assert judge(views, nodes, None, None).extra_at_start == 1
+    assert judge(views, nodes, None, None, until=90).extra_at_start == 0

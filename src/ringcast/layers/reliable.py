@@ -10,6 +10,11 @@ notify the Group Communication Manager." This layer gives, per destination:
 - retransmission of every unacknowledged message each ``rto`` nanoseconds, and after
   ``max_tries`` transmissions of the oldest one without progress, failure-on-delivery:
   a :class:`~ringcast.core.events.SendFailed` for every message still queued to that peer.
+  With ``rto_max`` above ``rto`` the wait doubles after each transmission without
+  progress, up to ``rto_max`` (RFC 6298's back-off, section 5.5): the first
+  retransmission still comes after ``rto``, but the whole budget
+  (:attr:`ReliableUnicast.budget`) outlasts a receiver the scheduler keeps off the CPU
+  for longer than ``rto * max_tries``.
 
 Each data frame carries ``base``, the sender's oldest unacknowledged sequence number,
 so a receiver with no state for the sender (it restarted, or never heard of it)
@@ -160,9 +165,12 @@ class ReliableUnicast:
         max_tries: int,
         storage: dict[str, bytes],
         window: int | None = None,
+        rto_max: int | None = None,
     ):
         if rto <= 0:
             raise ValueError("rto must be positive")
+        if rto_max is not None and rto_max < rto:
+            raise ValueError("rto_max must be at least rto")
         if max_tries < 1:
             raise ValueError("max_tries must be at least 1")
         if window is not None and window < 2:
@@ -172,9 +180,10 @@ class ReliableUnicast:
         """Whether this layer has the application held (``Backpressure(True)`` emitted)."""
         self.node_id = node_id
         self.rto = rto
+        self.rto_max = rto if rto_max is None else rto_max
         self.max_tries = max_tries
         self.incarnation = int(storage.get(INCARNATION_KEY, b"0")) + 1
-        self.forget_after = max(FORGET_FLOOR, 4 * max_tries * rto)
+        self.forget_after = max(FORGET_FLOOR, 4 * self.budget)
         self._out: dict[NodeId, _Outbound] = {}
         self._in: dict[NodeId, _Inbound] = {}
         self._forgotten: dict[NodeId, tuple[int, int]] = {}
@@ -182,6 +191,16 @@ class ReliableUnicast:
         self.peer_incarnation: dict[NodeId, int] = {}
         """The highest incarnation of each peer heard of (its data frames and acks)."""
         self.retransmissions = 0
+
+    def wait(self, tries: int) -> int:
+        """How long to wait for an ack after the ``tries``-th transmission (ns)."""
+        return min(self.rto_max, self.rto << min(tries - 1, 32))
+
+    @property
+    def budget(self) -> int:
+        """From the first transmission to failure-on-delivery, for a peer that never
+        answers (ns): ``rto * max_tries`` without back-off."""
+        return sum(self.wait(k) for k in range(1, self.max_tries + 1))
 
     # -- the Layer interface
 
@@ -261,7 +280,7 @@ class ReliableUnicast:
             frame = RtData(self.incarnation, seq, base, payload, dst_inc)
             effects.append(Send(dst, frame, ob.network))
             self.retransmissions += 1
-        effects.append(SetTimer(name, self.rto))
+        effects.append(SetTimer(name, self.wait(ob.tries)))
         return [], effects
 
     # -- receiving

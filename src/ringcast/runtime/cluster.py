@@ -154,20 +154,27 @@ def cluster_up(
     extra: list[str] | None = None,
     app_members: int = 0,
     ready_timeout: float = READY_TIMEOUT_S,
+    gate: bool = True,
+    settings: Mapping[str, Any] | None = None,
 ) -> dict[str, int]:
-    """Write the cluster and start its processes (not the ``app_members``), and wait
-    until each is ready (:func:`await_ready`; ``ready_timeout`` 0: do not wait); return
-    ``{node_id: pid}``."""
+    """Write the cluster (with protocol ``settings``) and start its processes (not the
+    ``app_members``) behind the start gate (``gate`` false: each joins as soon as it is
+    up, for comparison), and wait until each is ready (:func:`await_ready`;
+    ``ready_timeout`` 0: do not wait for that, only for the gate, up to
+    :data:`READY_TIMEOUT_S`); return ``{node_id: pid}``."""
     if (directory / PIDS).exists() and any(_alive(p) for p in read_pids(directory).values()):
         raise RuntimeError(f"{directory}: a cluster is running there (ringcast cluster down first)")
-    config = write_cluster(directory, nodes=nodes, protocol=protocol, app_members=app_members)
-    gate = directory / GATE
-    shutil.rmtree(gate, ignore_errors=True)
-    gated = [*(extra or []), "--start-gate", str(gate)]
-    procs = {nid: spawn_node(config, nid, directory / "logs", gated) for nid in node_ids(nodes)}
+    config = write_cluster(
+        directory, nodes=nodes, protocol=protocol, app_members=app_members, settings=settings
+    )
+    gate_dir = directory / GATE
+    shutil.rmtree(gate_dir, ignore_errors=True)
+    args = [*(extra or []), *(["--start-gate", str(gate_dir)] if gate else [])]
+    procs = {nid: spawn_node(config, nid, directory / "logs", args) for nid in node_ids(nodes)}
     pids = {nid: p.pid for nid, p in procs.items()}
     (directory / PIDS).write_text(json.dumps(pids, indent=1))
-    open_gate(gate, procs, directory / "logs", ready_timeout or READY_TIMEOUT_S)
+    if gate:
+        open_gate(gate_dir, procs, directory / "logs", ready_timeout or READY_TIMEOUT_S)
     if ready_timeout:
         await_ready(config, procs, directory / "logs", ready_timeout)
     return pids

@@ -64,10 +64,18 @@ class Verdict:
 
 
 def judge(
-    views: dict[str, list[Installed]], nodes: list[str], split: int | None, killed: str | None
+    views: dict[str, list[Installed]],
+    nodes: list[str],
+    split: int | None,
+    killed: str | None,
+    until: int | None = None,
 ) -> Verdict:
     """The :class:`Verdict` of ``views`` for a cluster of ``nodes`` (``killed`` killed
-    at ``split`` ns; ``None``: no kill, everything is the start)."""
+    at ``split`` ns; ``None``: no kill, everything is the start), up to ``until`` ns
+    (when the cluster was told to stop: the views of nodes leaving one by one are not
+    flaps)."""
+    if until is not None:
+        views = {n: [v for v in vs if v.t < until] for n, vs in views.items()}
     cut = split if split is not None else 2**63
     everyone = frozenset(nodes)
     survivors = [n for n in nodes if n != killed]

@@ -20,6 +20,7 @@ FAST = {
     "starving_timeout": 30 * MS,
     "rto": 3 * MS,
     "max_tries": 2,
+    "rto_max": 3 * MS,  # a fixed wait (no back-off)
     "initial_token_seq": 11,
 }
 

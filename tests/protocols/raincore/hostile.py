@@ -24,6 +24,7 @@ SETTINGS: dict[str, Any] = {
     "starving_timeout": "40ms",
     "rto": "4ms",
     "max_tries": 4,
+    "rto_max": "4ms",  # the fixed wait these runs were tuned with (no back-off)
     "lock_max_hold": "5ms",
     "max_token_messages": 32,
 }

@@ -61,6 +61,7 @@ def random_scenario(seed: int) -> tuple[Scenario, list[tuple[int, int]], set[str
             "starving_timeout": "40ms",
             "rto": "4ms",
             "max_tries": 4,
+            "rto_max": "4ms",  # the fixed wait these runs were tuned with (no back-off)
             "lock_max_hold": "5ms",
             "max_token_messages": 32,
             # Half the runs hold a busy token as long as an idle one (and run faster).

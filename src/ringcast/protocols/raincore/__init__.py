@@ -46,6 +46,15 @@ SETTINGS = {
     ),
     "starving_timeout": Setting("duration", 100 * MS, "period of a starving node's 911", minimum=1),
     "rto": Setting("duration", 10 * MS, "transport manager retransmission timeout", minimum=1),
+    "rto_max": Setting(
+        "duration",
+        40 * MS,
+        "the transport's wait doubles after each unanswered try up to this (RFC 6298 "
+        "back-off): failure-on-delivery after 10+20+40+40+40+40 = 190 ms with the defaults, "
+        "not 60, so a next node kept off the CPU that long is not cut from the ring "
+        "(rto: no back-off; decision 36)",
+        minimum=1,
+    ),
     "max_tries": Setting(
         "int",
         6,
@@ -127,7 +136,11 @@ def make_raincore(ctx: MachineContext) -> Machine:
     s = in_force(s, len({*ctx.peers, *ctx.members, ctx.node_id}))
     machine = RaincoreMachine(ctx, RaincoreSettings.from_mapping(s))
     reliable = ReliableUnicast(
-        ctx.node_id, rto=int(s["rto"]), max_tries=int(s["max_tries"]), storage=dict(ctx.storage)
+        ctx.node_id,
+        rto=int(s["rto"]),
+        max_tries=int(s["max_tries"]),
+        storage=dict(ctx.storage),
+        rto_max=max(int(s["rto"]), int(s["rto_max"])),
     )
     return Stack(machine, reliable=reliable)
 
