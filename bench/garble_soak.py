@@ -34,9 +34,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.protocols.gms import checks
 from tests.protocols.soakrun import parse_seeds
 
+from ringcast.lab import reference as checks
 from ringcast.protocols import registry
 from ringcast.sim import Simulation, parse_scenario
 from ringcast.sim.garble import detection_timeout, garble_scenario

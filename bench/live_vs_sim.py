@@ -1,11 +1,11 @@
 """The simulator against real processes: the same scenario and seed run by ``ringcast
-sim`` and by ``ringcast live --real-latency``, checked and measured by the lab.
+sim`` and by ``ringcast live --real-latency``, checked and measured by the lab and
+compared as the report's side by side does (:mod:`ringcast.lab.twins`).
 
-For each scenario, one line of JSON: each property's verdict in both runs (``holds``,
-``violated``, ``n/a``) and where they disagree; per fault kind the lab's convergence
-time (from the fault to the last view installed before the next fault, median over the
-run's faults of that kind) simulated and live, and the ratio; deliveries a second of
-the run. A ratio beyond 2 (or under 1/2) is flagged ``"differs": true``.
+For each scenario, one line of JSON: the pair (each property's verdict in both runs, the
+times from a crash, a heal, a network down and a restart to their view, deliveries a
+second, messages never delivered, each with its ratio live / simulated, and what
+differs: a verdict, or a measure more than 2x apart) and the live run's findings.
 
     sudo python bench/live_vs_sim.py [--seed 1] [--scenario scenarios/x.toml ...]
 
@@ -19,10 +19,10 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from ringcast.lab import twins
 from ringcast.lab.pipeline import check_paths, metrics_paths
 from ringcast.lab.session import spark_session
 from ringcast.live.driver import run_live
@@ -39,17 +39,6 @@ DEFAULT = [
 ]
 
 
-def _verdicts(doc: dict[str, Any]) -> dict[str, str]:
-    out = {}
-    for name, p in doc["properties"].items():
-        out[name] = "n/a" if not p["runs_checked"] else p["status"]
-    return out
-
-
-def _convergence(doc: dict[str, Any]) -> dict[str, float | None]:
-    return {c["action"]: c["p50_ms"] for c in doc["convergence"]}
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=1)
@@ -64,49 +53,13 @@ def main() -> None:
                 sim = Simulation(sc, args.seed).run()
                 sim.write(sim_dir)
                 live = run_live(sc, args.seed, live_dir, real_latency=True).summary
-                checks = {
-                    k: _verdicts(check_paths(spark, [d]))
-                    for k, d in (("sim", sim_dir), ("live", live_dir))
+                sides = {
+                    k: (check_paths(spark, [d]), metrics_paths(spark, [d]))
+                    for k, d in ((twins.SIM, sim_dir), (twins.LIVE, live_dir))
                 }
-                conv = {
-                    k: _convergence(metrics_paths(spark, [d]))
-                    for k, d in (("sim", sim_dir), ("live", live_dir))
-                }
-            seconds = sc.duration / 1e9
-            faults = {}
-            for action in sorted(set(conv["sim"]) | set(conv["live"])):
-                s, v = conv["sim"].get(action), conv["live"].get(action)
-                ratio = round(v / s, 2) if s and v else None
-                faults[action] = {
-                    "sim_ms": None if s is None else round(s, 1),
-                    "live_ms": None if v is None else round(v, 1),
-                    "ratio": ratio,
-                    "differs": ratio is not None and not 0.5 <= ratio <= 2,
-                }
-            disagree = sorted(p for p in checks["sim"] if checks["sim"][p] != checks["live"][p])
-            print(
-                json.dumps(
-                    {
-                        "scenario": name,
-                        "seed": args.seed,
-                        "verdicts_disagree": {
-                            p: {"sim": checks["sim"][p], "live": checks["live"][p]}
-                            for p in disagree
-                        },
-                        "violated": {
-                            k: sorted(p for p, s in v.items() if s == "violated")
-                            for k, v in checks.items()
-                        },
-                        "convergence": faults,
-                        "deliveries_per_s": {
-                            "sim": round(sim.summary["deliveries"] / seconds),
-                            "live": round(live["deliveries"] / seconds),
-                        },
-                        "live_findings": len(live["findings"]),
-                    }
-                ),
-                flush=True,
-            )
+            (pair,) = twins.compare(sides)["pairs"]
+            pair["live_findings"] = len(live["findings"])
+            print(json.dumps(pair), flush=True)
     finally:
         spark.stop()
 

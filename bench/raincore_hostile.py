@@ -31,7 +31,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.protocols.raincore import checks
 from tests.protocols.raincore.hostile import (
     SETTLE_BOUND,
     TOKEN_TIMEOUT,
@@ -41,6 +40,7 @@ from tests.protocols.raincore.hostile import (
 )
 from tests.protocols.soakrun import parse_seeds
 
+from ringcast.lab import reference as checks
 from ringcast.lab.liveness import components, settling
 from ringcast.sim import Simulation
 from ringcast.sim.hostile import HostileRun

@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.protocols.raincore import checks
 from tests.protocols.raincore.hostile import SETTINGS, TOKEN_TIMEOUT
 
+from ringcast.lab import reference as checks
 from ringcast.sim import Simulation, parse_scenario
 
 BOUND = 10  # token timeouts

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 30's side-by-side table in one command: corosync and ringcast, three nodes each in
+# The runtime's side-by-side table (docs/benchmarks.md) in one command: corosync and ringcast, three nodes each in
 # network namespaces of their own, interleaved round by round, with the machine's load
 # average printed before every run (this machine is shared; read the ratios within a
 # round, never a figure from another day).

@@ -34,9 +34,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.protocols.soakrun import parse_seeds
-from tests.protocols.totem import checks
 from tests.protocols.totem.hostile import TOKEN_TIMEOUT, run, settle_time
 
+from ringcast.lab import reference as checks
 from ringcast.lab.liveness import convergence
 
 SAFETY = {

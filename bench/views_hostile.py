@@ -44,9 +44,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.protocols.gms import checks
 from tests.protocols.soakrun import parse_seeds
 
+from ringcast.lab import reference as checks
 from ringcast.lab.liveness import convergence
 from ringcast.protocols import registry
 from ringcast.sim import Simulation

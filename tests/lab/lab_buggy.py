@@ -145,7 +145,7 @@ GMS_NO_STATUS = "gms_no_status"
 
 def register_gms_no_status() -> None:
     """Register GMS with a bug switched on: no member ever answers STATUS_VIEW, so a
-    participant that prepared a view and missed its COMMIT_VIEW (seed 004, case C in
+    participant that prepared a view and missed its COMMIT_VIEW (JGRP-136, case C in
     two_phase) waits for ever. Idempotent, like :func:`register_arrival`."""
     if GMS_NO_STATUS in registry.names():
         return

@@ -2,7 +2,7 @@
 declared control passes (exit 0) with them counted apart and still shown; a violation
 the file does not declare fails (exit 1); an expectation no run fulfils is a warning.
 
-Seed 004's case A under GMS: plain fails convergence in every run by construction
+JGRP-136's case A under GMS: plain fails convergence in every run by construction
 (the lost VIEW, constant latency), acks never does. Only convergence is claimed, to
 keep each check short; its bound is 5 failure-detection timeouts (1 s), so that the
 scenario's 1.8 s after its last fault can show plain's split."""

@@ -271,3 +271,19 @@ def test_a_generator_draws_larger_groups_and_a_longer_quiet_end() -> None:
     for bad in (0, "40", True, 5000):
         with pytest.raises(LabError, match=r"generator\.quiet: expected a number of timeouts"):
             parse_sweep({**doc, "generator": {"kind": "hostile", "quiet": bad}}, "bad.toml")
+
+
+def test_the_default_sweep_saturates_every_protocol() -> None:
+    """Every registered protocol has points of the default sweep with a saturating
+    workload (rate = 0), so the simulator's half of the lab sees flow control at its
+    limit as the live half does."""
+    from ringcast.lab.grid import load_sweep
+    from ringcast.protocols import registry
+
+    sweep = load_sweep(ROOT / "sweeps" / "default.toml")
+    saturated = {
+        r.protocol
+        for r in sweep.runs
+        if any(w.rate == 0 for w in parse_scenario(sweep.documents[r.scenario_index]).workloads)
+    }
+    assert saturated == set(registry.builtin_names())

@@ -1,5 +1,5 @@
 """merge_atomicity on Spark: the check agrees with its plain-Python reference
-(``tests/protocols/gms/checks.py``) run by run, and a sweep catches the planted merge
+(``ringcast.lab.reference``) run by run, and a sweep catches the planted merge
 bug (:func:`lab_buggy.register_gms_first_coord`) with it."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ringcast.sim.hostile import hostile_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from tests.protocols.gms.checks import merge_atomicity  # noqa: E402
+from ringcast.lab.reference import merge_atomicity  # noqa: E402
 
 sys.path.remove(str(ROOT))
 try:

@@ -220,7 +220,7 @@ CASE_C = Path(__file__).resolve().parents[2] / "scenarios" / "gms" / "case_c_old
 
 @pytest.fixture(scope="module")
 def no_status_swept(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Seed 004's case C, two_phase, run by GMS and by GMS with the planted bug
+    """JGRP-136's case C, two_phase, run by GMS and by GMS with the planted bug
     (:func:`lab_buggy.register_gms_no_status`), on a 2 % lossy network, three seeds."""
     lab_buggy.register_gms_no_status()
     d = tmp_path_factory.mktemp("no_status")

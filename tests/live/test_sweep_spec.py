@@ -55,3 +55,29 @@ def test_a_live_sweep_not_run_as_root_is_one_lab_error(
     with pytest.raises(LabError, match=r"^s.toml: live: live runs need root"):
         run_live_sweep(_sweep(True), tmp_path)
     assert not (tmp_path / "traces").exists()
+
+
+def test_the_catalogue_sweeps_list_every_live_scenario_of_up_to_eight_nodes() -> None:
+    """sweeps/live_catalogue.toml runs live every bundled scenario a live run accepts
+    (eight nodes at most), and sweeps/catalogue.toml the same runs simulated: their run
+    ids pair up for ``lab report --twin``."""
+    from ringcast.lab.grid import load_sweep
+    from ringcast.live.plan import check_live
+    from ringcast.live.tools import LiveError
+    from ringcast.sim import load_scenario
+
+    root = Path(__file__).resolve().parents[2]
+    wanted = set()
+    for path in sorted((root / "scenarios").rglob("*.toml")):
+        sc = load_scenario(path)
+        try:
+            check_live(sc, real_latency=True, netem=False)
+        except LiveError:
+            continue
+        if len(sc.all_nodes) <= 8:
+            wanted.add(path.resolve())
+    live = load_sweep(root / "sweeps" / "live_catalogue.toml")
+    sim = load_sweep(root / "sweeps" / "catalogue.toml")
+    assert {f.resolve() for f in live.files} == wanted == {f.resolve() for f in sim.files}
+    assert live.live is not None and live.live.real_latency and sim.live is None
+    assert [r.run for r in live.runs] == [r.run for r in sim.runs]

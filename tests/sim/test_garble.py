@@ -7,8 +7,8 @@ from __future__ import annotations
 import random
 
 import pytest
-from tests.protocols.gms import checks
 
+from ringcast.lab import reference as checks
 from ringcast.protocols import registry
 from ringcast.protocols.tribes import MemberBeacon
 from ringcast.sim import ScenarioError, Simulation, parse_scenario

@@ -320,9 +320,21 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise LabError(f"{args.dir}: no such directory")
     if args.out.is_dir():
         raise LabError(f"--out {args.out}: is a directory (give the report's file name)")
-    if not (args.dir / "check.json").exists() or not (args.dir / "metrics.json").exists():
-        _check_traces(args, [args.dir])  # Spark computes them: check its inputs first
-    out = report_dir(lambda: _spark(args), args.dir, args.out, protocol=args.protocol)
+    dirs = [args.dir] if args.twin is None else [args.dir, args.twin]
+    for d in dirs[1:]:
+        if not d.is_dir():
+            raise LabError(f"--twin {d}: no such directory")
+    for d in dirs:
+        if not (d / "check.json").exists() or not (d / "metrics.json").exists():
+            _check_traces(args, [d])  # Spark computes them: check its inputs first
+    started: list[Any] = []  # one session, started at most once, for both directories
+
+    def spark() -> Any:
+        if not started:
+            started.append(_spark(args))
+        return started[0]
+
+    out = report_dir(spark, args.dir, args.out, twin=args.twin, protocol=args.protocol)
     print(f"report -> {out}")
     return 0
 
@@ -488,6 +500,13 @@ def register(sub: Any) -> None:
     s.add_argument("dir", type=Path)
     s.add_argument("--out", type=Path, required=True)
     s.add_argument("--protocol", default=None)
+    s.add_argument(
+        "--twin",
+        type=Path,
+        default=None,
+        help="the same runs' other half (live for a simulated DIR, or the reverse): "
+        "shown side by side, differences flagged",
+    )
     _common(s)
     s.set_defaults(func=cmd_report)
 

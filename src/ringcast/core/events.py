@@ -40,7 +40,7 @@ class TimerFired:
 class SendFailed:
     """Failure-on-delivery: the reliable transport gave up delivering ``msg`` to ``dst``.
 
-    This is the Raincore Transport Manager's notification (seed 000, section 1.1).
+    This is the Raincore Transport Manager's notification (the Raincore paper, section 1.1).
     """
 
     dst: NodeId

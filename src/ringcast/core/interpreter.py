@@ -63,7 +63,7 @@ from ringcast.core.effects import (
 )
 from ringcast.core.events import LockRequest, Submit
 from ringcast.core.ids import NodeId, View
-from ringcast.trace.rows import TraceSink, host_detail, record_columns
+from ringcast.core.tracerows import TraceSink, host_detail, record_columns
 
 
 class HostIO(Protocol):

@@ -72,13 +72,16 @@ import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ringcast.lab.errors import LabError
 from ringcast.lab.expect import EXPECT_KEY, Expectation
 from ringcast.protocols import registry
 from ringcast.protocols.registry import PROPERTIES
 from ringcast.sim.scenario import NODE_NAMES, ScenarioError, parse_scenario
+
+if TYPE_CHECKING:  # the sweep file's schema is the driver's alone (executors lack pydantic)
+    from ringcast.lab.sweepfile import _Expect, _Generator
 
 
 def is_fixed(doc: dict[str, Any]) -> bool:
@@ -166,16 +169,18 @@ def parse_sweep(
     data: dict[str, Any], source: str = "<sweep>", *, base: Path = Path(), seeds: int | None = None
 ) -> Sweep:
     """Validate a parsed sweep document and expand its runs."""
-    known = {"name", "scenarios", "protocols", "seeds", "partitions", "grid", "generator", "live"}
-    known.add(EXPECT_KEY)
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise LabError(f"{source}: {unknown[0]}: unknown key (known: {', '.join(sorted(known))})")
+    if seeds is not None:
+        data = {**data, "seeds": seeds}
+    from ringcast.lab.sweepfile import validate
+
+    doc = validate(data, source)
     generator = data.get("generator")
-    patterns = data.get("scenarios", [] if generator is not None else None)
+    patterns = (
+        doc.scenarios if doc.scenarios is not None else ([] if generator is not None else None)
+    )
     if isinstance(patterns, str):
         patterns = [patterns]
-    if not isinstance(patterns, list) or (not patterns and generator is None):
+    if patterns is None or (not patterns and generator is None):
         raise LabError(f"{source}: scenarios: expected a list of file globs")
     files: list[Path] = []
     for pat in patterns:
@@ -184,28 +189,14 @@ def parse_sweep(
         if not found:
             raise LabError(f"{source}: scenarios: {pat!r} matches no file")
         files += [f for f in found if f not in files]
-    raw_seeds = seeds if seeds is not None else data.get("seeds", 1)
-    if isinstance(raw_seeds, int) and not isinstance(raw_seeds, bool) and raw_seeds > 0:
-        seed_list = list(range(1, raw_seeds + 1))
-    elif (
-        isinstance(raw_seeds, list)
-        and raw_seeds
-        and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in raw_seeds)
-    ):
-        seed_list = list(raw_seeds)
-    else:
-        raise LabError(
-            f"{source}: seeds: expected a positive count or a list of integers >= 0, "
-            f"got {raw_seeds!r}"
-        )
+    seed_list = list(range(1, doc.seeds + 1)) if isinstance(doc.seeds, int) else list(doc.seeds)
     grid = data.get("grid", {})
-    if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
-        raise LabError(f"{source}: grid: expected a table of non-empty lists")
-    partitions = data.get("partitions", 0)
-    if not isinstance(partitions, int) or partitions < 0:
-        raise LabError(f"{source}: partitions: expected an integer >= 0")
+    partitions = doc.partitions
     protocols = data.get("protocols")
-    expect = parse_expectations(data.get(EXPECT_KEY, []), grid, source)
+    expect = [
+        _expectation(t, grid, f"{source}: [[{EXPECT_KEY}]] #{k}")
+        for k, t in enumerate(doc.expect, 1)
+    ]
     sweep = Sweep(
         str(data.get("name", Path(source).stem)), source, files, grid, seed_list, partitions
     )
@@ -213,54 +204,41 @@ def parse_sweep(
     sweep.live = _parse_live(data.get("live"), source)
     _expand(sweep, protocols)
     if generator is not None:
-        _generate(sweep, generator, protocols, source)
+        assert doc.generator is not None
+        _generate(sweep, doc.generator, protocols, source)
     if not sweep.runs:
         raise LabError(f"{source}: no runs: every scenario point was skipped or filtered out")
     return sweep
 
 
-EXPECT_FIELDS = ("protocol", "where", "violates", "why")
-
-
 def parse_expectations(raw: Any, grid: dict[str, list[Any]], source: str) -> list[Expectation]:
     """Validate the ``[[expect]]`` tables of a sweep file against its ``grid``."""
-    if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
-        raise LabError(f"{source}: {EXPECT_KEY}: expected [[{EXPECT_KEY}]] tables")
-    return [_expectation(t, grid, f"{source}: [[{EXPECT_KEY}]] #{k}") for k, t in enumerate(raw, 1)]
+    from ringcast.lab.sweepfile import expect_tables
+
+    tables = expect_tables(raw, source)
+    return [
+        _expectation(t, grid, f"{source}: [[{EXPECT_KEY}]] #{k}") for k, t in enumerate(tables, 1)
+    ]
 
 
-def _expectation(t: dict[str, Any], grid: dict[str, list[Any]], at: str) -> Expectation:
-    unknown = sorted(set(t) - set(EXPECT_FIELDS))
-    if unknown:
-        raise LabError(f"{at}: {unknown[0]}: unknown key (known: {', '.join(EXPECT_FIELDS)})")
-    for key in ("protocol", "violates", "why"):
-        if key not in t:
-            raise LabError(f"{at}: {key}: missing")
-    proto = t["protocol"]
-    if not isinstance(proto, str):
-        raise LabError(f"{at}: protocol: expected a protocol name")
+def _expectation(t: _Expect, grid: dict[str, list[Any]], at: str) -> Expectation:
+    proto = t.protocol
     try:
         spec = registry.get(proto)
     except ValueError as e:
         raise LabError(f"{at}: protocol: {e}") from None
-    violates = t["violates"]
-    if isinstance(violates, str):
-        violates = [violates]
-    if not isinstance(violates, list) or not violates:
-        raise LabError(f"{at}: violates: expected a non-empty list of property names")
+    violates = [t.violates] if isinstance(t.violates, str) else t.violates
     for name in violates:
         if name not in PROPERTIES:
             raise LabError(
                 f"{at}: violates: unknown property {name!r} (known: {', '.join(PROPERTIES)})"
             )
-    why = t["why"]
-    if not isinstance(why, str) or not why.strip():
-        raise LabError(f"{at}: why: expected a sentence saying why the violation is expected")
-    where = t.get("where", {})
-    if not isinstance(where, dict):
-        raise LabError(f"{at}: where: expected a table of grid keys and values")
+    if not t.why.strip():
+        from ringcast.lab.sweepfile import EXPECT_SAYS
+
+        raise LabError(f"{at}: why: {EXPECT_SAYS['why']}")
     point: dict[str, Any] = {}
-    for key, value in where.items():
+    for key, value in t.where.items():
         if key not in grid:
             known = ", ".join(grid) or "the grid is empty"
             raise LabError(f"{at}: where.{key}: not a key of the grid ({known})")
@@ -272,7 +250,7 @@ def _expectation(t: dict[str, Any], grid: dict[str, list[Any]], at: str) -> Expe
             values = ", ".join(map(repr, grid[key]))
             raise LabError(f"{at}: where.{key}: {value!r} is not a value of the grid ({values})")
         point[key] = same[0]  # the grid's own value: 3 and 3.0 name one point
-    return Expectation(proto, tuple(dict.fromkeys(violates)), why.strip(), point)
+    return Expectation(proto, tuple(dict.fromkeys(violates)), t.why.strip(), point)
 
 
 def _set(doc: dict[str, Any], dotted: str, value: Any) -> None:
@@ -453,33 +431,25 @@ def _group_sizes(gen: dict[str, Any], where: str) -> tuple[int, int]:
     return sizes[0], sizes[1]
 
 
-def _generate(sweep: Sweep, gen: Any, protocols: Any, source: str) -> None:
+def _generate(sweep: Sweep, gen: _Generator, protocols: Any, source: str) -> None:
     """Expand a ``[generator]`` table: one generated scenario per protocol and seed."""
     from ringcast.sim.hostile import HOSTILE, hostile_scenario
 
     where = f"{source}: generator"
-    if not isinstance(gen, dict):
-        raise LabError(f"{where}: expected a table")
-    known = ("garble", "kind", "nodes", "quiet", "settings")
-    unknown = sorted(set(gen) - set(known))
-    if unknown:
-        raise LabError(f"{where}.{unknown[0]}: unknown key (known: {', '.join(known)})")
-    garble = gen.get("garble", 0.0)
-    if isinstance(garble, bool) or not isinstance(garble, int | float) or not 0 <= garble <= 1:
-        raise LabError(f"{where}.garble: expected a share of messages in [0, 1], got {garble!r}")
-    quiet = gen.get("quiet", HOSTILE.quiet)
-    if isinstance(quiet, bool) or not isinstance(quiet, int | float) or not 1 <= quiet <= 1000:
-        raise LabError(f"{where}.quiet: expected a number of timeouts in [1, 1000], got {quiet!r}")
+    raw_nodes = {} if gen.nodes is None else {"nodes": gen.nodes}
     harshness = dataclasses.replace(
-        HOSTILE, garble=float(garble), quiet=float(quiet), nodes=_group_sizes(gen, where)
+        HOSTILE,
+        garble=float(gen.garble),
+        quiet=float(HOSTILE.quiet if gen.quiet is None else gen.quiet),
+        nodes=_group_sizes(raw_nodes, where),
     )
-    if gen.get("kind") not in GENERATORS:
-        raise LabError(f"{where}.kind: expected one of {', '.join(GENERATORS)}")
+    if gen.kind is None:
+        from ringcast.lab.sweepfile import GENERATOR_SAYS
+
+        raise LabError(f"{where}.kind: {GENERATOR_SAYS['kind']}")
     if not isinstance(protocols, list) or not protocols:
         raise LabError(f"{source}: protocols: a generator needs the list of protocols to run")
-    all_settings = gen.get("settings", {})
-    if not isinstance(all_settings, dict):
-        raise LabError(f"{where}.settings: expected a table of protocol settings tables")
+    all_settings = gen.settings
     for proto in protocols:
         try:
             spec = registry.get(str(proto))
@@ -513,7 +483,7 @@ def _generate(sweep: Sweep, gen: Any, protocols: Any, source: str) -> None:
                     protocol=sc.protocol,
                     scenario=sc.name,
                     point="generated",
-                    params=json.dumps({"generator": gen["kind"]}),
+                    params=json.dumps({"generator": gen.kind}),
                     seed=seed,
                     nodes=len(sc.nodes),
                     scenario_index=index,

@@ -12,7 +12,10 @@ traces without one):
 
 Per protocol and fault action, the convergence time: from the fault to the last
 configuration installed by any node before the next fault (or the end of the run);
-faults after which no node installs a configuration are counted apart.
+faults after which no node installs a configuration are counted apart. The same per run
+and fault action (``run_convergence``), and per run the messages submitted that no node
+delivered (``undelivered``), for the side-by-side of a simulated and a live run
+(:mod:`ringcast.lab.twins`).
 
 For the report's charts also: the same throughput and cost per run (with its seed
 and the fault actions it saw), and the latency distribution as a histogram per
@@ -94,6 +97,14 @@ def compute_metrics(trace: DataFrame, runs: DataFrame | None = None) -> dict[str
         per_run_d = d.groupBy("run").agg(
             F.count("*").alias("deliveries"), F.countDistinct("msg").alias("messages")
         )
+        submitted = (
+            t.filter(F.col("kind") == "submit")
+            .select("run", "msg")
+            .distinct()
+            .join(d.select("run", "msg").distinct(), ["run", "msg"], "left_anti")
+            .groupBy("run")
+            .agg(F.count("*").alias("undelivered"))
+        )
         stats = (
             t.filter(F.col("kind") == "stats")
             .groupBy("run")
@@ -115,7 +126,11 @@ def compute_metrics(trace: DataFrame, runs: DataFrame | None = None) -> dict[str
             .join(stats, "run", "left")
             .join(retr, "run", "left")
             .join(errors, "run", "left")
-            .fillna(0, ["deliveries", "messages", "sent", "bytes", "retransmits", "errors"])
+            .join(submitted, "run", "left")
+            .fillna(
+                0,
+                ["deliveries", "messages", "sent", "bytes", "retransmits", "errors", "undelivered"],
+            )
             .withColumn("secs", F.greatest(F.col("tmax") / 1e9, F.lit(1e-9)))
         )
         rot_w = Window.partitionBy("run", "node").orderBy("i")
@@ -141,6 +156,7 @@ def compute_metrics(trace: DataFrame, runs: DataFrame | None = None) -> dict[str
                 "nodes",
                 "faults",
                 "errors",
+                "undelivered",
                 (F.col("deliveries") / F.col("secs")).alias("deliveries_per_s"),
                 (F.col("messages") / F.col("secs")).alias("messages_per_s"),
                 (F.col("sent") / F.greatest(F.col("messages"), F.lit(1))).alias(
@@ -213,8 +229,9 @@ def compute_metrics(trace: DataFrame, runs: DataFrame | None = None) -> dict[str
         latency_rows = _rows(latency)
         hist_rows = _rows(hist)
         lat.unpersist()
-        convergence = _convergence(t)
+        convergence, run_convergence = _convergence(t)
         result = {
+            "run_convergence": run_convergence,
             "groups": _rows(groups),
             "runs": run_rows,
             "latency": latency_rows,
@@ -229,7 +246,8 @@ def compute_metrics(trace: DataFrame, runs: DataFrame | None = None) -> dict[str
     return result
 
 
-def _convergence(t: DataFrame) -> list[dict[str, Any]]:
+def _convergence(t: DataFrame) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The convergence rows per protocol and fault action, and per run and action."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -254,6 +272,16 @@ def _convergence(t: DataFrame) -> list[dict[str, Any]]:
         .groupBy("run", "protocol", "t", "action")
         .agg(F.max("vt").alias("last_view"))
         .withColumn("took", F.col("last_view") - F.col("t"))
+        .cache()
+    )
+    per_run = _rows(
+        per_fault.groupBy("run", "action")
+        .agg(
+            F.count("*").alias("faults"),
+            F.sum(F.col("took").isNull().cast("int")).alias("no_view_change"),
+            (F.percentile_approx("took", 0.5) / MS).alias("p50_ms"),
+        )
+        .orderBy("run", "action")
     )
     out = per_fault.groupBy("protocol", "action").agg(
         F.count("*").alias("faults"),
@@ -287,4 +315,5 @@ def _convergence(t: DataFrame) -> list[dict[str, Any]]:
         )
         r["samples"] = done[:: max(1, -(-len(done) // SAMPLES))]
         r["samples_ms"] = [s["took_ms"] for s in r["samples"]]
-    return rows
+    per_fault.unpersist()
+    return rows, per_run

@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ringcast.lab import diagrams
+from ringcast.lab import twins as twins_mod
 from ringcast.lab.checks.context import JudgedCrash
 from ringcast.lab.checks.runner import run_checks, summary_json
+from ringcast.lab.errors import LabError
 from ringcast.lab.expect import Expectation, expectations_of, expected_runs, outcome
 from ringcast.lab.load import load_runs, load_traces
 from ringcast.lab.metrics import compute_metrics
@@ -108,12 +110,11 @@ def write_json(path: Path, doc: dict[str, Any]) -> None:
     path.write_text(json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
 
 
-def report_dir(
-    spark_factory: Callable[[], SparkSession], directory: Path, out: Path, **kw: Any
-) -> Path:
-    """Write the report of ``directory``, computing ``check.json`` and ``metrics.json``
-    there first when they are missing (Spark is started only then), and the space-time
-    diagrams it links to in ``timelines/`` beside it (:mod:`ringcast.lab.diagrams`)."""
+def _documents(
+    spark_factory: Callable[[], SparkSession], directory: Path, **kw: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``check.json`` and ``metrics.json`` of ``directory``, computed there first when
+    missing (Spark is started only then)."""
     check_file, metrics_file = directory / CHECK_FILE, directory / METRICS_FILE
     if not check_file.exists() or not metrics_file.exists():
         spark = spark_factory()
@@ -122,15 +123,45 @@ def report_dir(
             record_where(directory, "checks", where(spark))
         if not metrics_file.exists():
             write_json(metrics_file, metrics_paths(spark, [directory]))
+    return json.loads(check_file.read_text()), json.loads(metrics_file.read_text())
+
+
+def report_dir(
+    spark_factory: Callable[[], SparkSession],
+    directory: Path,
+    out: Path,
+    *,
+    twin: Path | None = None,
+    **kw: Any,
+) -> Path:
+    """Write the report of ``directory``, computing ``check.json`` and ``metrics.json``
+    there first when they are missing (Spark is started only then), and the space-time
+    diagrams it links to in ``timelines/`` beside it (:mod:`ringcast.lab.diagrams`).
+    ``twin``: the other half of a side by side (a live output when ``directory`` is a
+    simulated one, or the reverse; or a reference system's live run beside ringcast's),
+    compared run by run (:mod:`ringcast.lab.twins`)."""
+    check, metrics = _documents(spark_factory, directory, **kw)
+    twins = None
+    if twin is not None:
+        modes = {twins_mod.side_of(directory): directory, twins_mod.side_of(twin): twin}
+        if len(modes) != 2:
+            (mode,) = modes
+            raise LabError(
+                f"--twin {twin}: {directory} and it are both {mode} outputs; "
+                "give one simulated and one live, or a live run of ringcast and one of "
+                "a reference system"
+            )
+        sides = {directory: (check, metrics), twin: _documents(spark_factory, twin, **kw)}
+        twins = twins_mod.compare({m: sides[d] for m, d in modes.items()})
     sweep_file = directory / SWEEP_FILE
     sweep = json.loads(sweep_file.read_text()) if sweep_file.exists() else None
-    check = json.loads(check_file.read_text())
-    metrics = json.loads(metrics_file.read_text())
     where_file = directory / WHERE_FILE
     ran = json.loads(where_file.read_text()) if where_file.exists() else None
     out.parent.mkdir(parents=True, exist_ok=True)
     timelines = diagrams.draw(directory, out.parent, check, metrics)
-    html = render_report(check, metrics, sweep, ran, timelines=timelines, out_dir=str(directory))
+    html = render_report(
+        check, metrics, sweep, ran, timelines=timelines, out_dir=str(directory), twins=twins
+    )
     out.write_text(html)
     return out
 

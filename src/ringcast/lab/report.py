@@ -316,6 +316,83 @@ def _verdict(check: dict[str, Any]) -> str:
     return f"<p><span class='verdict {'ok' if ok else 'bad'}'>{text}</span>{note}</p>"
 
 
+def _cell(v: Any, differs: bool) -> str:
+    text = escape(_fmt(v)) if v is not None else "<span class='na'>-</span>"
+    return f"<td class='violated'>{text}</td>" if differs else f"<td>{text}</td>"
+
+
+SIDE_NAMES = {"sim": "simulated", "live": "live"}
+
+
+def _side_name(side: str, sides: list[str]) -> str:
+    if side == "live" and any(s not in SIDE_NAMES for s in sides):
+        return "ringcast (live)"
+    return SIDE_NAMES.get(side, side)
+
+
+def twins_title(doc: dict[str, Any]) -> str:
+    """The side by side's heading: its two sides by name."""
+    a, b = (_side_name(s, doc["sides"]) for s in doc["sides"])
+    return f"{a[:1].upper()}{a[1:]} and {b}, side by side"
+
+
+def _twins(doc: dict[str, Any]) -> str:
+    """A side by side of two outputs of the same runs (:mod:`ringcast.lab.twins`):
+    simulated and live, or ringcast's nodes and a reference system's."""
+    pairs = doc.get("pairs") or []
+    first, second = doc["sides"]
+    names = [_side_name(s, doc["sides"]) for s in doc["sides"]]
+    what = (
+        "simulated and on real processes"
+        if set(doc["sides"]) == {"sim", "live"}
+        else f"on real processes, by ringcast's nodes and by {second}'s"
+    )
+    text = [
+        f"<p class='note'>The same runs (scenario, point, seed) {what}: each property's "
+        "verdict and the main measures; in red where the verdicts differ or a measure "
+        f"differs by more than {_fmt(doc.get('factor'))}x (or is zero on one side "
+        "only).</p>"
+    ]
+    if not pairs:
+        text.append("<p class='note'>no run is in both outputs</p>")
+    for p in pairs:
+        flagged = p["differs"]
+        head = f"{p['run']} ({' / '.join(dict.fromkeys((p.get('protocols') or {}).values()))})"
+        if not p.get("protocols"):
+            head = f"{p['run']} ({p['protocol']})"
+        note = (
+            f" <span class='violated'>differs: {escape(', '.join(flagged))}</span>"
+            if flagged
+            else " <span class='holds'>agrees</span>"
+        )
+        rows = [
+            f"<tr><th></th><th>{escape(names[0])}</th><th>{escape(names[1])}</th>"
+            f"<th>{escape(names[1])} / {escape(names[0])}</th></tr>"
+        ]
+        for name, v in p["verdicts"].items():
+            if v[first] == v[second] == "n/a":
+                continue
+            rows.append(
+                f"<tr><td>{escape(name)}</td>{_cell(v[first], v['differs'])}"
+                f"{_cell(v[second], v['differs'])}<td></td></tr>"
+            )
+        for m in p["measures"].values():
+            if m[first] is None and m[second] is None:
+                continue
+            rows.append(
+                f"<tr><td>{escape(m['label'])}</td>{_cell(m[first], m['differs'])}"
+                f"{_cell(m[second], m['differs'])}{_cell(m['ratio'], m['differs'])}</tr>"
+            )
+        text.append(f"<h3>{escape(head)}{note}</h3><table>{''.join(rows)}</table>")
+    for side, name in zip(doc["sides"], names, strict=True):
+        if doc.get(f"only_{side}"):
+            text.append(
+                f"<p class='note'>{len(doc[f'only_{side}'])} {escape(name)} runs have no "
+                f"twin: {escape(', '.join(doc[f'only_{side}'][:10]))}</p>"
+            )
+    return "".join(text)
+
+
 def render_report(
     check: dict[str, Any],
     metrics: dict[str, Any],
@@ -324,12 +401,14 @@ def render_report(
     *,
     timelines: Mapping[str, str] | None = None,
     out_dir: str = "OUT",
+    twins: dict[str, Any] | None = None,
 ) -> str:
     """The HTML text of the report for ``check.json``, ``metrics.json`` (and
     ``sweep.json``, and ``where.json``: where the sweep and the checks ran).
     ``timelines`` maps a run to the address of its space-time diagram (relative to the
     report); ``out_dir`` is the directory named in the command that draws the diagram
-    of another run."""
+    of another run; ``twins``, the side by side of simulated and live runs
+    (:func:`ringcast.lab.twins.compare`)."""
     from plotly.offline import get_plotlyjs
 
     timelines = timelines or {}
@@ -345,6 +424,9 @@ def render_report(
         parts.append(_sweep(sweep))
     if where:
         parts.append(_where(where))
+    if twins is not None:
+        parts.append(f"<h2 id='twins'>{escape(twins_title(twins))}</h2>")
+        parts.append(_twins(twins))
     parts.append("<h2 id='properties'>Safety properties</h2>")
     parts.append(_properties(check, timelines, out_dir))
 

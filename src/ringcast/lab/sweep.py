@@ -34,38 +34,25 @@ ERROR_KIND = "sim_error"
 """The kind of the one row a run that raised writes instead of its trace."""
 
 
-def output_schema() -> StructType:
-    """The Spark schema of a sweep's trace rows: the trace schema + protocol, scenario."""
-    from pyspark.sql.types import (
-        ArrayType,
-        BooleanType,
-        IntegerType,
-        LongType,
-        StringType,
-        StructField,
-        StructType,
+def output_arrow_schema() -> pa.Schema:
+    """The Arrow schema of a sweep's trace rows: the trace schema
+    (:data:`ringcast.trace.schema.SCHEMA`) and two more columns, never null, naming each
+    row's protocol and scenario."""
+    import pyarrow as pa
+
+    from ringcast.trace.schema import SCHEMA
+
+    return SCHEMA.append(pa.field("protocol", pa.string(), nullable=False)).append(
+        pa.field("scenario", pa.string(), nullable=False)
     )
 
-    s = StringType()
-    return StructType(
-        [
-            StructField("run", s, False),
-            StructField("node", s, False),
-            StructField("t", LongType(), False),
-            StructField("i", LongType(), False),
-            StructField("kind", s, False),
-            StructField("msg", s),
-            StructField("order", s),
-            StructField("view", s),
-            StructField("members", ArrayType(s)),
-            StructField("transitional", BooleanType()),
-            StructField("size", IntegerType()),
-            StructField("detail", s),
-            StructField("network", IntegerType()),
-            StructField("protocol", s, False),
-            StructField("scenario", s, False),
-        ]
-    )
+
+def output_schema() -> StructType:
+    """The Spark schema of a sweep's trace rows, derived from
+    :func:`output_arrow_schema` (one source for both)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(output_arrow_schema())
 
 
 def simulate(spec: RunSpec, document: dict[str, Any]) -> pa.Table:

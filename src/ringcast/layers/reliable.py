@@ -1,4 +1,4 @@
-"""Reliable unicast: Raincore's Transport Manager (seed 000, section 1.1).
+"""Reliable unicast: Raincore's Transport Manager (the Raincore paper, section 1.1).
 
 "The Raincore Transport Manager provides the reliable unicast for the transmission of
 the token ... When the Transport Manager fails to deliver a message to a node, it will
@@ -16,7 +16,7 @@ so a receiver with no state for the sender (it restarted, or never heard of it)
 starts there instead of waiting forever for messages that were acknowledged already.
 
 A receiver that restarts within its sender's retry window is a new process, not the
-one the sender's queued frames were meant for, and the seed's Transport Manager knows
+one the sender's queued frames were meant for, and the Raincore paper's Transport Manager knows
 no incarnations of its receivers (docs/protocols/raincore.md, decision 34). Each data
 frame therefore names the incarnation of its destination the sender had last heard of
 when it first sent it (``dst_incarnation``; 0: none yet), and each ack the acker's own
@@ -38,7 +38,7 @@ so a token or a control message goes out at once whatever the window; the window
 stops the application from queueing without bound (docs/protocols/tribes.md, decision
 20).
 
-What the seed leaves open, decided here against frames no honest sender produces (a
+What the Raincore paper leaves open, decided here against frames no honest sender produces (a
 member's corrupted or hostile frame that passed authentication; docs/protocols/raincore.md,
 "The Transport Manager against frames it should never see"):
 

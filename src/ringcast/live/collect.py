@@ -52,7 +52,11 @@ def merge(
     end_states: dict[str, str],
     end_ns: int,
 ) -> pa.Table:
-    """The run's trace: the segments under ``trace_dir`` and the driver's ``rows``."""
+    """The run's trace: the segments under ``trace_dir`` and the driver's ``rows``.
+
+    A node's rows after ``end_ns`` are left out but its last ``stats``: they are the
+    run being stopped, not the scenario (a reference system's member that leaves its
+    group as it stops is seen leaving by the others before they stop too)."""
     files = find_trace_files(trace_dir) if trace_dir.is_dir() else []
     nodes_t = read_trace(trace_dir) if files else SCHEMA.empty_table()
     if len(nodes_t):
@@ -61,7 +65,9 @@ def merge(
         )
     is_stats = pc.equal(nodes_t["kind"], "stats")
     stats = nodes_t.filter(is_stats).to_pylist()
-    nodes_t = nodes_t.filter(pc.invert(is_stats))
+    nodes_t = nodes_t.filter(
+        pc.and_(pc.invert(is_stats), pc.less_equal(nodes_t["t"], pa.scalar(end_ns, pa.int64())))
+    )
     faults = nodes_t.filter(pc.equal(nodes_t["kind"], "fault")).to_pylist()
     own: dict[str, list[tuple[int, str]]] = {}
     for f in faults:

@@ -46,11 +46,13 @@ from pathlib import Path
 from typing import Any
 
 from ringcast.live.collect import DriverRow, merge, write_trace
-from ringcast.live.firewall import NetState, ruleset
-from ringcast.live.netns import IP, Lab, NetnsUnavailable, lab
+from ringcast.live.firewall import NetState, ruleset, switch_ruleset
+from ringcast.live.netns import IP, Lab, NetnsUnavailable, apply_nft, lab
 from ringcast.live.nft import NftLoader, nft_loader
 from ringcast.live.plan import check_live
 from ringcast.live.tools import LiveError, ensure_tools, has_netem, require_root
+from ringcast.references import live as references
+from ringcast.references.live import RINGCAST
 from ringcast.runtime.config import render_config
 from ringcast.runtime.liverun import Planned, write_atomic
 from ringcast.runtime.security import write_key_file
@@ -132,6 +134,13 @@ class LiveRun:
     applied: list[Applied] = field(default_factory=list)
 
 
+def _signal_node(p: subprocess.Popen[bytes], sig: int) -> None:
+    """Send ``sig`` to everything a node runs: the process group its process leads (a
+    reference system's member runs its system's daemon and recorder in it)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(p.pid, sig)
+
+
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -180,8 +189,12 @@ class Driver:
         real_latency: bool = False,
         say: Callable[[str], None] | None = None,
         run_id: str | None = None,
+        system: str = RINGCAST,
     ):
         self.sc = sc
+        self.system = system
+        """``ringcast`` (its own nodes) or a reference system (:mod:`ringcast.references`)."""
+        self.setup: Path | None = None
         self.seed = seed
         self.out = out
         self.real_latency = real_latency
@@ -207,6 +220,8 @@ class Driver:
         require_root()
         ensure_tools(("ip", "nft"))
         check_live(self.sc, real_latency=self.real_latency, netem=has_netem())
+        if self.system != RINGCAST:
+            references.check(self.system, self.sc)
 
     def _left_by_a_killed_driver(self) -> None:
         """Delete the namespaces a driver killed with ``kill -9`` left in this out
@@ -267,6 +282,7 @@ class Driver:
     def _run_in(self, the_lab: Lab) -> None:
         self._write_cluster(the_lab)
         self._network(*self.sc.all_nodes)  # every namespace's table, empty, before the start
+        self._duplication(the_lab)
         # every incarnation the scenario asks for, started now and held at its gate
         boots = {n: 1 for n in self.sc.nodes}
         for a in self.sc.nemesis:
@@ -324,22 +340,12 @@ class Driver:
         slot = Slot(self.gate / f"{n}.{len(np_.slots) + 1}")
         slot.dir.mkdir()
         shutil.copy(self.gate / f"{n}.workload.json", slot.dir / f"{n}.workload.json")
-        cmd = [
-            IP,
-            "netns",
-            "exec",
-            np_.ns,
-            sys.executable,
-            "-m",
-            "ringcast.cli.main",
-            "node",
-            "--config",
-            str(self.config),
-            "--id",
-            n,
-            "--live-dir",
-            str(slot.dir),
-        ]
+        if self.setup is not None:  # a reference system's member
+            what = references.command(self.setup, n, slot.dir)
+        else:
+            what = ["-m", "ringcast.cli.main", "node", "--config", str(self.config)]
+            what += ["--id", n, "--live-dir", str(slot.dir)]
+        cmd = [IP, "netns", "exec", np_.ns, sys.executable, *what]
         with open(self.logs / f"{n}.log", "ab") as log:
             slot.proc = subprocess.Popen(
                 cmd,
@@ -423,8 +429,8 @@ class Driver:
     def _kill_all(self) -> None:
         for np_ in self.nodes.values():
             for p in np_.procs():
+                _signal_node(p, signal.SIGKILL)  # the node's whole process group
                 if p.poll() is None:
-                    p.kill()
                     with contextlib.suppress(subprocess.TimeoutExpired):
                         p.wait(10)
 
@@ -445,6 +451,17 @@ class Driver:
         texts = {the_lab.hosts[n]: ruleset(n, self.net, self.sc.network, addresses) for n in nodes}
         held = self.nft.apply(texts, self._now)
         return {n: held[the_lab.hosts[n]] for n in nodes}
+
+    def _duplication(self, the_lab: Lab) -> None:
+        """The scenario's duplication, in the switch namespace for the whole run."""
+        nets = range(self.sc.network.networks)
+        text = switch_ruleset(
+            self.sc.network,
+            {m: [the_lab.address(m, k) for k in nets] for m in self.sc.all_nodes},
+            {m: [the_lab.port(m, k) for k in nets] for m in self.sc.all_nodes},
+        )
+        if text is not None:
+            apply_nft({the_lab.switch: text}, self._now)
 
     def _apply_network(self, batch: list[Action]) -> None:
         """The network faults asked for at one instant: the state changed for each in
@@ -496,14 +513,14 @@ class Driver:
         p = np_.proc
         if act == "crash":
             assert p is not None
-            p.send_signal(signal.SIGKILL)  # it runs no more from here
+            _signal_node(p, signal.SIGKILL)  # it runs no more from here
             t = self._now()
             p.wait(10)
             np_.state = "crashed"
             self._fault(n, t, "crash")
         elif act in ("pause", "resume"):
             assert p is not None
-            p.send_signal(signal.SIGSTOP if act == "pause" else signal.SIGCONT)
+            _signal_node(p, signal.SIGSTOP if act == "pause" else signal.SIGCONT)
             t = self._now()
             np_.state = "paused" if act == "pause" else "up"
             self._fault(n, t, act)
@@ -517,6 +534,9 @@ class Driver:
             t = self._now()
             np_.state = "left"
             self._fault(n, t, "leave", fallback=True)
+            if a.linger:  # gone that long into its leave, whether it finished or not
+                self._wait_until(self.origin + a.at + a.linger)
+                _signal_node(p, signal.SIGKILL)
         else:  # pragma: no cover - plan.check_live refuses the rest
             raise LiveError(f"cannot apply {act!r}")
         self.applied.append(Applied(act, n, asked, t))
@@ -534,13 +554,13 @@ class Driver:
         ending = [(np_, p) for np_ in self.nodes.values() for p in np_.procs() if p.poll() is None]
         for _, p in ending:  # a process still at its gate ends without starting
             p.send_signal(signal.SIGTERM)
-            p.send_signal(signal.SIGCONT)  # a paused node stops too
+            _signal_node(p, signal.SIGCONT)  # a paused node stops too
         deadline = time.monotonic() + STOP_TIMEOUT_S
         for np_, p in ending:
             try:
                 p.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                p.kill()
+                _signal_node(p, signal.SIGKILL)
                 p.wait(10)
                 self.findings.append(
                     {"node": np_.name, "t": self._now(), "stuck": "did not stop on SIGTERM"}
@@ -557,7 +577,8 @@ class Driver:
         sc = self.sc
         states = {n: np_.state for n, np_ in self.nodes.items()}
         table = merge(self.work / "trace", self.run_id, self.rows, states, sc.duration)
-        write_trace(table, self.out / "trace.parquet", sc.protocol)
+        protocol = sc.protocol if self.system == RINGCAST else self.system
+        write_trace(table, self.out / "trace.parquet", protocol)
         kinds = table["kind"].to_pylist()
         nodes_col = table["node"].to_pylist()
         views: dict[str, int] = dict.fromkeys(sc.all_nodes, 0)
@@ -567,7 +588,8 @@ class Driver:
         summary = {
             "run": self.run_id,
             "scenario": sc.name,
-            "protocol": sc.protocol,
+            "protocol": protocol,
+            "system": self.system,
             "seed": self.seed,
             "mode": "live",
             "events": len(table),
@@ -614,6 +636,9 @@ class Driver:
         return {"first_row_ns": first}
 
     def _write_cluster(self, the_lab: Lab) -> None:
+        if self.system != RINGCAST:
+            addresses = {n: the_lab.address(n) for n in self.sc.all_nodes}
+            self.setup = references.prepare(self.system, self.work, self.sc, self.run_id, addresses)
         write_key_file(self.work / "cluster.key")
         nets = range(self.sc.network.networks)
         entries = [
@@ -662,8 +687,11 @@ def run_live(
     real_latency: bool = False,
     say: Callable[[str], None] | None = None,
     run_id: str | None = None,
+    system: str = RINGCAST,
 ) -> LiveRun:
     """Run ``sc`` live (see the module's docstring); :class:`LiveError` when it cannot,
     :class:`Interrupted` when the driver was told to stop (after cleaning up).
-    ``run_id``: the trace's ``run`` (default ``<scenario>:<seed>``, as simulated)."""
-    return Driver(sc, seed, out, real_latency=real_latency, say=say, run_id=run_id).run()
+    ``run_id``: the trace's ``run`` (default ``<scenario>:<seed>``, as simulated);
+    ``system``: whose nodes run it, ringcast's or a reference system's."""
+    driver = Driver(sc, seed, out, real_latency=real_latency, say=say, run_id=run_id, system=system)
+    return driver.run()

@@ -10,6 +10,13 @@ loss on a link, a network's loss) and at both ends for a link that is down.
 
 Loss is nftables' ``numgen random``, drawn by the kernel a packet at a time: the same
 probability as the scenario's, not the same packets as the simulator's seeded draw.
+
+Duplication (:func:`switch_ruleset`) happens in the switch namespace instead, where a
+sender's frames enter the bridge: a ``netdev`` ingress chain on the sender's bridge port
+copies a frame for a receiver, with the scenario's probability, straight out of the
+receiver's port (nftables' ``dup to``), beside the original the bridge forwards. Both
+copies then meet the receiver's own rules, so a partition or a loss treats them as the
+simulator treats its two copies.
 """
 
 from __future__ import annotations
@@ -55,6 +62,12 @@ def _odds(p: float) -> int:
     return round(p * SCALE)
 
 
+def _chance(p: float, verdict: str) -> str:
+    """``verdict`` with probability ``p`` (always when ``p`` rounds to one)."""
+    odds = _odds(p)
+    return verdict if odds >= SCALE else f"numgen random mod {SCALE} < {odds} {verdict}"
+
+
 def ruleset(
     node: str,
     state: NetState,
@@ -80,10 +93,10 @@ def ruleset(
                 loss = rule.loss
         if _odds(loss) > 0:
             saddrs = ", ".join(addresses[n])
-            inp.append(f"ip saddr {{ {saddrs} }} numgen random mod {SCALE} < {_odds(loss)} drop")
+            inp.append(f"ip saddr {{ {saddrs} }} {_chance(loss, 'drop')}")
     for k, p in enumerate(model.loss_per_network):
         if _odds(p) > 0:
-            inp.append(f'iifname "eth{k}" numgen random mod {SCALE} < {_odds(p)} drop')
+            inp.append(f'iifname "eth{k}" {_chance(p, "drop")}')
     body = [f"table inet {TABLE}", f"delete table inet {TABLE}", f"table inet {TABLE} {{"]
     for name, hook, rules in (("input", "input", inp), ("output", "output", out)):
         body.append(f"  chain {name} {{")
@@ -92,3 +105,46 @@ def ruleset(
         body.append("  }")
     body.append("}")
     return "\n".join(body) + "\n"
+
+
+DUP_TABLE = "rcdup"
+
+
+def duplication(model: NetworkModel, src: str, dst: str) -> float:
+    """The scenario's duplication probability from ``src`` to ``dst`` (a link's own, or
+    the network's)."""
+    dup = model.duplication
+    for rule in model.links:
+        same = rule.src == src and rule.dst == dst and rule.match is None
+        if same and rule.duplication is not None:
+            dup = rule.duplication
+    return dup
+
+
+def switch_ruleset(
+    model: NetworkModel,
+    addresses: Mapping[str, Sequence[str]],
+    ports: Mapping[str, Sequence[str]],
+) -> str | None:
+    """The switch namespace's ``nft -f`` text duplicating frames as ``model`` asks, or
+    None when it asks for none. ``addresses[n][k]`` is node n's address on network k,
+    ``ports[n][k]`` its port on bridge k."""
+    chains: list[str] = []
+    for src, src_ports in ports.items():
+        for k, port in enumerate(src_ports):
+            rules = []
+            for dst in ports:
+                p = duplication(model, src, dst) if dst != src else 0.0
+                if _odds(p) > 0:
+                    verdict = f'dup to "{ports[dst][k]}"'
+                    rules.append(f"ip daddr {addresses[dst][k]} {_chance(p, verdict)}")
+            if rules:
+                chains.append(f"  chain {port} {{")
+                chains.append(
+                    f'    type filter hook ingress device "{port}" priority 0; policy accept;'
+                )
+                chains += [f"    {r}" for r in rules]
+                chains.append("  }")
+    if not chains:
+        return None
+    return "\n".join([f"table netdev {DUP_TABLE} {{", *chains, "}"]) + "\n"

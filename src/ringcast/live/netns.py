@@ -51,6 +51,10 @@ class Lab:
         """The node's address on ``network``."""
         return f"{self.subnets[network]}.{list(self.hosts).index(node) + 1}"
 
+    def port(self, node: str, network: int = 0) -> str:
+        """The switch's end of the node's veth pair on ``network`` (a port of its bridge)."""
+        return f"p{list(self.hosts).index(node) + 1}n{network}"
+
     def link(self, node: str, network: int, state: str) -> None:
         """``ip link set eth<network> up|down`` in the node's namespace."""
         ip("-n", self.hosts[node], "link", "set", f"eth{network}", state)

@@ -40,9 +40,11 @@ def check_live(sc: Scenario, *, real_latency: bool, netem: bool) -> None:
         else "the live nemesis does not drive tc netem yet"
     )
     net = sc.network
-    for key, value in (("duplication", net.duplication), ("reorder", net.reorder)):
-        if value:
-            raise LiveError(f"{src}: network.{key}: a live run cannot apply it ({why_netem})")
+    if net.reorder:
+        raise LiveError(
+            f"{src}: network.reorder: a live run cannot hold a message back to reorder it "
+            f"({why_netem})"
+        )
     if net.corrupt:
         raise LiveError(
             f"{src}: network.corrupt: a live run cannot flip bits in flight (the simulator can)"
@@ -69,8 +71,6 @@ def check_live(sc: Scenario, *, real_latency: bool, netem: bool) -> None:
                 f"{where}.match: a live run cannot tell message classes apart on the "
                 "wire (frames are sealed; the simulator can)"
             )
-        if link.duplication:
-            raise LiveError(f"{where}.duplication: a live run cannot apply it ({why_netem})")
         if link.latency is not None and not real_latency:
             raise LiveError(f"{where}.latency: a live run cannot add delay ({why_netem})")
     for i, wl in enumerate(sc.workloads):
@@ -83,5 +83,3 @@ def check_live(sc: Scenario, *, real_latency: bool, netem: bool) -> None:
                 f"{where}: a live run cannot apply {a.action!r} (the runtime's nodes "
                 "send only what they mean to; the simulator can)"
             )
-        if a.action == "leave" and a.linger:
-            raise LiveError(f"{where}: linger: a live node leaves at once on its own (no linger)")

@@ -3,15 +3,24 @@
 wrapper that runs a recorder beside one node and writes its trace segments.
 
 The kinds a recorder prints: ``view`` (``view`` id, ``members`` by name, optionally
-``coordinator``), ``submit`` and ``deliver`` (``msg`` id ``node:counter``, ``size``),
-``end`` (``why``: ``stopped`` or ``time`` when it left the group, anything else when
-its system went away). A recorder that dies without an ``end`` (``kill -9``) is taken
-for a crash at the moment its output ended.
+``coordinator``; a member or coordinator it cannot name is null: the trace's members are
+nodes, each once, the unnamed left out, and no ``leader`` row for an unnamed
+coordinator), ``submit`` and ``deliver`` (``msg`` id ``node:counter``, ``size``),
+``end`` (``why``: ``stopped`` when it was told to stop, anything else when its system
+went away). A recorder that dies without an ``end`` (``kill -9``) is taken for a crash
+at the moment its output ended.
+
+As a ringcast node: SIGINT makes the member leave the group (a ``fault`` row
+``leave``, then a ``stats`` row), SIGTERM stops it where it stands (a ``stats`` row
+only: the clean stop the lab tells from a kill). A member restarted on the same state
+directory numbers its messages past its earlier lives' (from ``(boot - 1) * 10**9 + 1``),
+so that a message id names one message, as the runtime's persisted counter does.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import subprocess
@@ -48,6 +57,8 @@ class Recording:
         self.on_delivered = on_delivered
         """Told the count of deliveries every 50 (the wrapper logs it)."""
         self.ended: str | None = None
+        self.leaving = False
+        """Told to leave the group (SIGINT), not only to stop (SIGTERM)."""
         self.counts = {"submit": 0, "deliver": 0, "view": 0}
 
     def line(self, text: str) -> None:
@@ -62,7 +73,10 @@ class Recording:
         if self.ended is not None:
             return  # (a member that left may still see its own group shrink to itself)
         if k == "view":
-            self.view(t, str(ev["view"]), [str(m) for m in ev["members"]], ev.get("coordinator"))
+            # a member is a node: one name once, and a member the recorder could not name
+            # (an earlier life of a node, never heard from here) left out
+            members = list(dict.fromkeys(str(m) for m in ev["members"] if m is not None))
+            self.view(t, str(ev["view"]), members, ev.get("coordinator"))
         elif k in ("submit", "deliver"):
             self.add(t, k, ev["msg"], self.order, size=int(ev["size"]))
             self.counts[k] += 1
@@ -83,8 +97,11 @@ class Recording:
         if self.ended is not None:
             return
         self.ended = why
-        if why in ("stopped", "time"):  # it left the group
-            self.add(t, "fault", detail=json.dumps({"action": "leave"}))
+        if why == "stopped":  # told to: it left the group, or stopped where it stood
+            if self.leaving:
+                self.add(t, "fault", detail=json.dumps({"action": "leave"}))
+            stats = {"submitted": self.counts["submit"], "delivered": self.counts["deliver"]}
+            self.add(t, "stats", detail=json.dumps({**stats, "views": self.counts["view"]}))
         else:  # its system went away under it: a crash of the node
             self.add(t, "fault", detail=json.dumps({"action": "crash", "why": why}))
 
@@ -99,9 +116,40 @@ def arguments(prog: str) -> argparse.ArgumentParser:
     ap.add_argument("--origin-ns", type=int, required=True)
     ap.add_argument("--rate", type=float, default=50.0, help="multicasts a second (0: flat out)")
     ap.add_argument("--size", type=int, default=100)
-    ap.add_argument("--seconds", type=float, default=3600.0)
+    ap.add_argument("--seconds", type=float, default=3600.0, help="how long it sends")
+    ap.add_argument(
+        "--from-ns",
+        type=int,
+        default=0,
+        help="the CLOCK_MONOTONIC instant it starts sending (0: at once)",
+    )
     ap.add_argument("--rotate", type=float, default=5.0, help="seconds a trace segment spans")
+    ap.add_argument(
+        "--origin-clock",
+        choices=("wall", "monotonic"),
+        default="wall",
+        help="the clock --origin-ns is read on (monotonic: processes of one machine)",
+    )
+    ap.add_argument(
+        "--write-through",
+        action="store_true",
+        help="hand each row to the kernel as it comes (a live run: a kill loses no row)",
+    )
     return ap
+
+
+FOLLOW_S = 0.002
+"""How often the wrapper looks for more of the recorder's events when it has none."""
+BOOT_BLOCK = 10**9
+"""A member's messages in its ``boot``-th life are numbered from
+``(boot - 1) * BOOT_BLOCK + 1``."""
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def run(
@@ -109,13 +157,17 @@ def run(
     protocol: str,
     cmd: Sequence[str],
     make: Callable[[Add, Callable[[str, list[str]], None], Callable[[int], None]], Recording],
+    first: Callable[[int], Sequence[str]] = lambda k: [str(k)],
 ) -> int:
     """Run recorder ``cmd``, turning its output into the trace of node ``args.name``
     (JSON-lines segments of ``protocol``); its raw output kept in the state directory.
-    SIGTERM and SIGINT are passed on to the recorder. 0 when it ended with ``end``."""
+    ``first(k)``: the arguments that number the recorder's messages from ``k``.
+    SIGINT (leave) and SIGTERM (stop) stop the recorder (the module's doc). 0 when it
+    ended with ``end``."""
     store = StateStore(args.state_dir)
     boot = int(store.get("host.boots") or b"0") + 1
     store.put("host.boots", str(boot).encode())
+    cmd = [*cmd, *first((boot - 1) * BOOT_BLOCK + 1)]
     trace = TraceLog(
         args.trace_dir,
         run=args.run,
@@ -126,6 +178,8 @@ def run(
         boot=boot,
         protocol=protocol,
         rotate_ns=int(args.rotate * 1e9),
+        origin_clock=args.origin_clock,
+        write_through=args.write_through,
     )
     setup_logging()
     log = node_logger(args.name)
@@ -136,28 +190,47 @@ def run(
         ),
         lambda count: log.info("delivered", fields={"delivered": count}),
     )
-    proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, text=True)
+    # The recorder writes its events into a file of the state directory (kept), which
+    # this follows: a recorder never waits on its reader (through a pipe, at saturation,
+    # it would, and its system would be measured at this wrapper's pace)
+    events = args.state_dir / f"{protocol}-events.{boot}.jsonl"
+    with open(events, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, preexec_fn=_die_with_parent)
 
     def forward(signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGINT:
+            rec.leaving = True
         proc.send_signal(signal.SIGTERM)
 
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
-    assert proc.stdout is not None
-    events = args.state_dir / f"{protocol}-events.{boot}.jsonl"  # what the recorder printed
+    before = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        with open(events, "w") as raw:
-            for line in proc.stdout:
-                raw.write(line)
-                rec.line(line)
-                trace.tick()
+        with open(events, "rb") as follow:
+            rest = b""
+            while True:
+                ended = proc.poll() is not None  # (read after: nothing written is missed)
+                chunk = follow.read(1 << 20)
+                if chunk:
+                    lines = (rest + chunk).split(b"\n")
+                    rest = lines.pop()
+                    for line in lines:
+                        rec.line(line.decode(errors="replace"))
+                    if args.write_through:
+                        trace.spill()  # the batch's rows in one write
+                    else:
+                        trace.tick()
+                elif ended:
+                    break
+                else:
+                    time.sleep(FOLLOW_S)
         if rec.ended is None:  # killed: the node crashed when its output ended
             rec.end(time.monotonic_ns(), f"recorder ended with status {proc.wait()}")
     finally:
         proc.wait()
         trace.close()
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
     log.info("recorder ended", fields={"why": rec.ended})
-    return 0 if rec.ended in ("stopped", "time") else 1
+    return 0 if rec.ended == "stopped" else 1
 
 
 def fail(message: str) -> int:

@@ -38,6 +38,17 @@ def free_port(kind: int = socket.SOCK_DGRAM) -> int:
         return int(s.getsockname()[1])
 
 
+def distinct_port(taken: set[int], kind: int = socket.SOCK_DGRAM) -> int:
+    """A port from :func:`free_port` that is not in ``taken`` (then added to it): the
+    kernel may hand out a port again once its probe socket is closed, and two nodes of
+    one cluster file on one port is a configuration error."""
+    while True:
+        port = free_port(kind)
+        if port not in taken:
+            taken.add(port)
+            return port
+
+
 def node_ids(n: int) -> list[str]:
     return [f"n{k}" for k in range(1, n + 1)]
 
@@ -67,16 +78,19 @@ def write_cluster(
     key = directory / "cluster.key"
     if not key.exists():
         write_key_file(key)
+    taken: set[int] = set()  # (UDP and TCP ports alike: a status port is a node's too)
     entries: list[tuple[str, list[str], str | None]] = [
         (
             nid,
-            [f"127.0.0.1:{free_port()}" for _ in range(networks)],
-            f"127.0.0.1:{free_port(socket.SOCK_STREAM)}",
+            [f"127.0.0.1:{distinct_port(taken)}" for _ in range(networks)],
+            f"127.0.0.1:{distinct_port(taken, socket.SOCK_STREAM)}",
         )
         for nid in node_ids(nodes)
     ]
     apps = app_ids(app_members)
-    entries += [(nid, [f"127.0.0.1:{free_port()}" for _ in range(networks)], None) for nid in apps]
+    entries += [
+        (nid, [f"127.0.0.1:{distinct_port(taken)}" for _ in range(networks)], None) for nid in apps
+    ]
     start = time.time_ns()
     text = render_config(
         name=name,

@@ -1,4 +1,5 @@
-"""The cluster file: a TOML description of one cluster, validated with errors naming the key.
+"""The cluster file: a TOML description of one cluster, validated with errors naming the key
+(its tables typed by pydantic models, its cross-key rules checked here).
 
 Example::
 
@@ -37,7 +38,9 @@ import tomllib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from ringcast.core.ids import check_node_id
 from ringcast.core.units import parse_duration
@@ -150,154 +153,160 @@ def load_config(path: str | Path) -> ClusterConfig:
     return parse_config(raw, base=p.parent.resolve(), source=str(p))
 
 
-def _table(raw: Mapping[str, Any], key: str, src: str) -> Mapping[str, Any]:
-    val = raw.get(key, {})
-    if not isinstance(val, Mapping):
-        raise ConfigError(f"{src}: {key}: expected a table")
-    return val
+class _Table(BaseModel):
+    """A TOML table of the cluster file: its keys typed, no other key allowed, no value
+    coerced (``"yes"`` is not a boolean, ``1`` not a string)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-def _str(t: Mapping[str, Any], key: str, where: str, default: str | None = None) -> str:
-    val = t.get(key, default)
-    if val is None:
-        raise ConfigError(f"{where}.{key}: missing (required)")
-    if not isinstance(val, str) or not val:
-        raise ConfigError(f"{where}.{key}: expected a non-empty string, got {val!r}")
-    return val
+_Text = Annotated[str, StringConstraints(min_length=1)]
 
 
-def _choice(t: Mapping[str, Any], key: str, where: str, choices: tuple[str, ...]) -> str:
-    val = _str(t, key, where, choices[0])
-    if val not in choices:
-        raise ConfigError(f"{where}.{key}: {val!r} is not one of {', '.join(choices)}")
-    return val
+class _ClusterTable(_Table):
+    name: _Text
+    protocol: _Text
+    transport: Literal["udpu", "multicast"] = "udpu"
+    udp_offload: bool = True
+    security: Literal["hmac", "aes-gcm", "none"] = "hmac"
+    key_file: _Text
+    state_dir: _Text = "state"
+    trace_dir: _Text = "trace"
+    trace: bool = True
+    trace_format: Literal["parquet", "jsonl"] = "parquet"
+    trace_rotate: Any = "5s"  # a duration, parsed by parse_duration
+    trace_packets: bool = False
+    trace_write_through: bool = False
+    run_id: _Text | None = None
+    origin_ns: Annotated[int, Field(ge=0)] = 0
+    origin_clock: Literal["wall", "monotonic"] = "wall"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
 
 
-_CLUSTER_KEYS = {
-    "name",
-    "protocol",
-    "transport",
-    "udp_offload",
-    "security",
-    "key_file",
-    "state_dir",
-    "trace_dir",
-    "trace",
-    "trace_format",
-    "trace_rotate",
-    "trace_packets",
-    "trace_write_through",
-    "run_id",
-    "origin_ns",
-    "origin_clock",
-    "log_level",
+class _NetworkTable(_Table):
+    multicast: Any = None  # "host:port", parsed by parse_address
+
+
+class _NodeTable(_Table):
+    id: Any = None  # checked by check_node_id
+    addresses: Annotated[list[Any], Field(min_length=1)]
+    status: Any = None
+    join: bool = False
+
+
+class _ClusterFile(_Table):
+    cluster: _ClusterTable
+    settings: dict[str, Any] = {}
+    network: list[_NetworkTable] = []
+    node: Annotated[list[_NodeTable], Field(min_length=1)]
+
+
+_TABLES = ("cluster", "settings", "network", "node")
+_CLUSTER_KEYS = tuple(sorted(_ClusterTable.model_fields))
+_NODE_KEYS = tuple(sorted(_NodeTable.model_fields))
+_CHOICES = {
+    "transport": TRANSPORTS,
+    "security": SECURITY_MODES,
+    "trace_format": TRACE_FORMATS,
+    "origin_clock": ORIGIN_CLOCKS,
+    "log_level": LOG_LEVELS,
 }
-_NODE_KEYS = {"id", "addresses", "status", "join"}
+
+
+def _where(src: str, loc: tuple[int | str, ...]) -> str:
+    """``src: cluster.security``, ``src: node[1].join``: the key as the file names it."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return f"{src}: {out}"
+
+
+def _message(err: Mapping[str, Any]) -> str:
+    """What the key should have held, in the words of the cluster file's documentation."""
+    loc, kind, value = tuple(err["loc"]), err["type"], err.get("input")
+    table, key = loc[0], loc[-1]
+    if kind == "extra_forbidden":
+        if len(loc) == 1:
+            return f"unknown table (expected {', '.join(_TABLES)})"
+        known = {"cluster": _CLUSTER_KEYS, "node": _NODE_KEYS, "network": ("multicast",)}
+        return f"unknown key (known: {', '.join(known[str(table)])})"
+    if table == "node" and len(loc) == 1:
+        return "at least one [[node]] table is required"
+    if key == "addresses":
+        return 'expected a non-empty list of "host:port"'
+    if table == "network" and len(loc) == 1:
+        return "expected an array of tables ([[network]])"
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        return "expected a table"
+    if kind == "missing":
+        return "missing (required)"
+    if kind == "literal_error":
+        return f"{value!r} is not one of {', '.join(_CHOICES[str(key)])}"
+    if kind == "bool_type":
+        return f"expected true or false, got {value!r}"
+    if key == "origin_ns":
+        return f"expected a non-negative integer, got {value!r}"
+    if kind in ("string_type", "string_too_short"):
+        return f"expected a non-empty string, got {value!r}"
+    return str(err["msg"])
+
+
+def _validate(raw: Mapping[str, Any], src: str) -> _ClusterFile:
+    """The cluster file's tables typed, or a :class:`ConfigError` naming the first key
+    that is wrong (an unknown key or table first)."""
+    try:
+        return _ClusterFile.model_validate({"cluster": {}, **raw})
+    except ValidationError as e:
+        errors = e.errors(include_url=False)
+        first = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
+        raise ConfigError(f"{_where(src, tuple(first['loc']))}: {_message(first)}") from None
 
 
 def parse_config(raw: Mapping[str, Any], *, base: Path, source: str = "<config>") -> ClusterConfig:
     """Validate an already-parsed cluster document; relative paths resolve against ``base``."""
     src = source
-    for key in raw:
-        if key not in ("cluster", "settings", "network", "node"):
-            raise ConfigError(
-                f"{src}: {key}: unknown table (expected cluster, settings, network, node)"
-            )
-    c = _table(raw, "cluster", src)
+    doc = _validate(raw, src)
+    c = doc.cluster
     w = f"{src}: cluster"
-    for key in c:
-        if key not in _CLUSTER_KEYS:
-            raise ConfigError(f"{w}.{key}: unknown key (known: {', '.join(sorted(_CLUSTER_KEYS))})")
-    name = _str(c, "name", w)
-    protocol = _str(c, "protocol", w)
     try:
-        spec = registry.get(protocol)
+        spec = registry.get(c.protocol)
     except ValueError as e:
         raise ConfigError(f"{w}.protocol: {e}") from None
     try:
-        settings = spec.resolve_settings(_table(raw, "settings", src), f"{src}: settings")
+        settings = spec.resolve_settings(doc.settings, f"{src}: settings")
     except ValueError as e:
         raise ConfigError(str(e)) from None
-    transport = _choice(c, "transport", w, TRANSPORTS)
-    security = _choice(c, "security", w, SECURITY_MODES)
-    trace_format = _choice(c, "trace_format", w, TRACE_FORMATS)
-    log_level = _choice(c, "log_level", w, LOG_LEVELS)
-    origin_clock = _choice(c, "origin_clock", w, ORIGIN_CLOCKS)
-    key_file = base / _str(c, "key_file", w)
-    state_dir = base / _str(c, "state_dir", w, "state")
-    trace_on = c.get("trace", True)
-    if not isinstance(trace_on, bool):
-        raise ConfigError(f"{w}.trace: expected true or false, got {trace_on!r}")
-    udp_offload = c.get("udp_offload", True)
-    if not isinstance(udp_offload, bool):
-        raise ConfigError(f"{w}.udp_offload: expected true or false, got {udp_offload!r}")
-    trace_dir = base / _str(c, "trace_dir", w, "trace") if trace_on else None
     try:
-        rotate = parse_duration(c.get("trace_rotate", "5s"), f"{w}.trace_rotate")
+        rotate = parse_duration(c.trace_rotate, f"{w}.trace_rotate")
     except ValueError as e:
         raise ConfigError(str(e)) from None
     if rotate <= 0:
         raise ConfigError(f"{w}.trace_rotate: must be positive")
-    trace_packets = c.get("trace_packets", False)
-    if not isinstance(trace_packets, bool):
-        raise ConfigError(f"{w}.trace_packets: expected true or false, got {trace_packets!r}")
-    write_through = c.get("trace_write_through", False)
-    if not isinstance(write_through, bool):
-        raise ConfigError(f"{w}.trace_write_through: expected true or false, got {write_through!r}")
-    run_id = c.get("run_id", name)
-    if not isinstance(run_id, str) or not run_id:
-        raise ConfigError(f"{w}.run_id: expected a non-empty string, got {run_id!r}")
-    origin = c.get("origin_ns", 0)
-    if isinstance(origin, bool) or not isinstance(origin, int) or origin < 0:
-        raise ConfigError(f"{w}.origin_ns: expected a non-negative integer, got {origin!r}")
 
-    nets_raw = raw.get("network", [])
-    if not isinstance(nets_raw, list):
-        raise ConfigError(f"{src}: network: expected an array of tables ([[network]])")
     multicast: list[Address] = []
-    for k, net in enumerate(nets_raw):
-        nw = f"{src}: network[{k}]"
-        if not isinstance(net, Mapping):
-            raise ConfigError(f"{nw}: expected a table")
-        for key in net:
-            if key != "multicast":
-                raise ConfigError(f"{nw}.{key}: unknown key (known: multicast)")
-        if "multicast" in net:
-            addr = parse_address(net["multicast"], f"{nw}.multicast")
+    for k, net in enumerate(doc.network):
+        if net.multicast is not None:
+            nw = f"{src}: network[{k}]"
+            addr = parse_address(net.multicast, f"{nw}.multicast")
             if not ipaddress.IPv4Address(addr[0]).is_multicast:
                 raise ConfigError(f"{nw}.multicast: {addr[0]} is not a multicast address")
             multicast.append(addr)
 
-    nodes_raw = raw.get("node")
-    if not isinstance(nodes_raw, list) or not nodes_raw:
-        raise ConfigError(f"{src}: node: at least one [[node]] table is required")
     nodes: list[NodeConfig] = []
     seen_ids: set[str] = set()
     seen_addrs: dict[Address, str] = {}
-    networks: int | None = None
-    for k, nd in enumerate(nodes_raw):
+    networks = len(doc.node[0].addresses)
+    for k, nd in enumerate(doc.node):
         nw = f"{src}: node[{k}]"
-        if not isinstance(nd, Mapping):
-            raise ConfigError(f"{nw}: expected a table")
-        for key in nd:
-            if key not in _NODE_KEYS:
-                raise ConfigError(
-                    f"{nw}.{key}: unknown key (known: {', '.join(sorted(_NODE_KEYS))})"
-                )
         try:
-            node_id = check_node_id(nd.get("id"))
+            node_id = check_node_id(nd.id)
         except ValueError as e:
             raise ConfigError(f"{nw}.id: {e}") from None
         if node_id in seen_ids:
             raise ConfigError(f"{nw}.id: duplicate node id {node_id!r}")
         seen_ids.add(node_id)
-        addrs_raw = nd.get("addresses")
-        if not isinstance(addrs_raw, list) or not addrs_raw:
-            raise ConfigError(f'{nw}.addresses: expected a non-empty list of "host:port"')
-        addrs = tuple(parse_address(a, f"{nw}.addresses[{j}]") for j, a in enumerate(addrs_raw))
-        if networks is None:
-            networks = len(addrs)
-        elif len(addrs) != networks:
+        addrs = tuple(parse_address(a, f"{nw}.addresses[{j}]") for j, a in enumerate(nd.addresses))
+        if len(addrs) != networks:
             raise ConfigError(
                 f"{nw}.addresses: {len(addrs)} addresses, but node[0] has {networks} "
                 "(one address a network on every node)"
@@ -308,13 +317,9 @@ def parse_config(raw: Mapping[str, Any], *, base: Path, source: str = "<config>"
                     f"{nw}.addresses[{j}]: {a[0]}:{a[1]} is also used by {seen_addrs[a]!r}"
                 )
             seen_addrs[a] = node_id
-        status = parse_address(nd["status"], f"{nw}.status") if "status" in nd else None
-        join = nd.get("join", False)
-        if not isinstance(join, bool):
-            raise ConfigError(f"{nw}.join: expected true or false, got {join!r}")
-        nodes.append(NodeConfig(node_id, addrs, status, join))
-    assert networks is not None
-    if transport == "multicast" and len(multicast) != networks:
+        status = parse_address(nd.status, f"{nw}.status") if nd.status is not None else None
+        nodes.append(NodeConfig(node_id, addrs, status, nd.join))
+    if c.transport == "multicast" and len(multicast) != networks:
         raise ConfigError(
             f'{src}: network: transport "multicast" needs one [[network]] with a multicast '
             f"address a network ({networks}), got {len(multicast)}"
@@ -322,25 +327,25 @@ def parse_config(raw: Mapping[str, Any], *, base: Path, source: str = "<config>"
     if not any(not n.join for n in nodes):
         raise ConfigError(f"{src}: node: every node has join = true; the initial group is empty")
     return ClusterConfig(
-        name=name,
-        protocol=protocol,
+        name=c.name,
+        protocol=c.protocol,
         settings=settings,
         nodes=tuple(nodes),
-        key_file=key_file,
-        state_dir=state_dir,
-        trace_dir=trace_dir,
-        transport=transport,
-        udp_offload=udp_offload,
-        security=security,
+        key_file=base / c.key_file,
+        state_dir=base / c.state_dir,
+        trace_dir=base / c.trace_dir if c.trace else None,
+        transport=c.transport,
+        udp_offload=c.udp_offload,
+        security=c.security,
         multicast=tuple(multicast),
-        trace_format=trace_format,
+        trace_format=c.trace_format,
         trace_rotate_ns=rotate,
-        trace_packets=trace_packets,
-        trace_write_through=write_through,
-        run_id=run_id,
-        origin_ns=origin,
-        origin_clock=origin_clock,
-        log_level=log_level,
+        trace_packets=c.trace_packets,
+        trace_write_through=c.trace_write_through,
+        run_id=c.name if c.run_id is None else c.run_id,
+        origin_ns=c.origin_ns,
+        origin_clock=c.origin_clock,
+        log_level=c.log_level,
         source=src,
     )
 

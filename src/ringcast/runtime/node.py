@@ -71,6 +71,14 @@ def load_payload(size: int) -> bytes:
     return stamp + b"." * max(0, size - len(stamp)) if size >= len(stamp) else stamp[:size]
 
 
+def stamp_of(payload: bytes) -> int | None:
+    """The submit time a :func:`load_payload` carries; None for another payload or one
+    too short to hold its stamp (a ``size`` under 16 keeps only a prefix)."""
+    if len(payload) < _STAMP.size or payload[:8] != _MAGIC:
+        return None
+    return int(_STAMP.unpack_from(payload)[1])
+
+
 BURST = 64
 """Messages the unpaced load generator submits per turn of the event loop."""
 
@@ -101,12 +109,13 @@ async def _generate(g: Group, wl: Workload, stop: asyncio.Event) -> None:
 
 async def _consume(g: Group, lat: LatencyLog) -> None:
     me = g.node_id
-    unpack = _STAMP.unpack_from
     async for batch in g.batches():
         now = time.monotonic_ns()
         for ev in batch:
-            if type(ev) is Delivery and ev.sender == me and ev.payload[:8] == _MAGIC:
-                lat.add(now - unpack(ev.payload)[1])
+            if type(ev) is Delivery and ev.sender == me:
+                sent = stamp_of(ev.payload)
+                if sent is not None:
+                    lat.add(now - sent)
 
 
 async def run_node(

@@ -10,8 +10,7 @@ delivered C:54 again from C's retransmission).
 
 from __future__ import annotations
 
-from tests.protocols.gms import checks
-
+from ringcast.lab import reference as checks
 from ringcast.sim import Simulation
 from ringcast.sim.garble import detection_timeout
 from ringcast.sim.hostile import hostile_scenario

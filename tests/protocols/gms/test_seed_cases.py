@@ -1,11 +1,12 @@
-"""Seed 004's four failure cases A-D: each fails as the seed says with ``plain`` view
+"""JGRP-136's four failure cases A-D: each fails as JGRP-136 says with ``plain`` view
 installation, and does not with ``acks`` (A, B, C) and ``two_phase`` (A-D)."""
 
 from __future__ import annotations
 
 import pytest
 
-from . import checks
+from ringcast.lab import reference as checks
+
 from .harness import run
 
 S = 1_000_000_000

@@ -7,10 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from ringcast.core.units import MS
+from ringcast.lab import reference as checks
 from ringcast.sim import Simulation
 from ringcast.sim.hostile import HostileRun, hostile_scenario
-
-from . import checks
 
 TOKEN_TIMEOUT = 120 * MS
 """Raincore's token timeout is ``hungry_timeout``."""

@@ -18,10 +18,10 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
     __package__ = "tests.protocols.raincore"
 
+from ringcast.lab import reference as checks
 from ringcast.sim import Simulation
 
 from .. import soakrun
-from . import checks
 from .randomized import random_scenario
 
 
@@ -35,7 +35,7 @@ def problems(seed: int) -> dict[str, list[str]]:
         "single_token": checks.single_token(rows, sc.duration, windows),
         "mutual_exclusion": checks.mutual_exclusion(rows, sc.duration),
         "total_order": checks.total_order(rows),
-        "convergence": checks.convergence(rows, live),
+        "convergence": checks.convergence(rows, live, on_members=True, keep_across_restart=True),
     }
     if not any(r["kind"] == "deliver" for r in rows):
         found["no_delivery"] = ["nothing was delivered"]

@@ -1,4 +1,4 @@
-"""Seed 000's worked examples, Figures 12-14, replayed in the simulator.
+"""The Raincore paper's worked examples, Figures 12-14, replayed in the simulator.
 
 Each node's history is the (localView, view state, lastTokenSeq) of its ``state`` trace
 events, written as in the figures: ``ACD(r)19``. The mapping of the figures' entries to
@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from ringcast.lab.reference import global_view_vectors
 from ringcast.sim import Simulation, load_scenario
-
-from .checks import global_view_vectors
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios" / "raincore"
 

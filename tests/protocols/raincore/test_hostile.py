@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
+from ringcast.lab import reference as checks
 from ringcast.sim import Simulation
 from ringcast.sim.hostile import HostileRun
 
-from . import checks
 from .hostile import SETTLE_BOUND, TOKEN_TIMEOUT, hostile_run, liveness, mild, safety
 
 SAMPLE = range(30)

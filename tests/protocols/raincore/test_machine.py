@@ -1,4 +1,4 @@
-"""The Raincore machine driven directly (no simulator): seed 000's eight events."""
+"""The Raincore machine driven directly (no simulator): the Raincore paper's eight events."""
 
 from __future__ import annotations
 

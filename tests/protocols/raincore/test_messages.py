@@ -1,4 +1,4 @@
-"""The token and 911 message formats (seed 000, Figures 6-8) on the wire codec."""
+"""The token and 911 message formats (the Raincore paper, Figures 6-8) on the wire codec."""
 
 from __future__ import annotations
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from ringcast.lab import reference as checks
 from ringcast.sim import Simulation, load_scenario
 from ringcast.sim.scenario import Scenario
 
-from . import checks
 from .hostile import SETTLE_BOUND, safety
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios" / "raincore"
@@ -114,3 +114,48 @@ def test_a_majority_that_never_held_the_token_starts_a_fresh_one() -> None:
         }
         got = {r["msg"] for r in rows if r["kind"] == "deliver" and r["node"] == node}
         assert mine and mine <= got, sorted(mine - got)[:5]
+
+
+def _regular_views(rows: list) -> list:
+    return [r for r in rows if r["kind"] == "view" and not r.get("transitional")]
+
+
+def test_a_911_round_the_universe_regenerates_the_ring() -> None:
+    """regress_911_universe shows its condition: A and B commit (A, B) while C is cut
+    off; after the heal A's 911, failing at the crashed B, goes on to C (``rerouted``),
+    and A regenerates the ring (A, C), committed by both within half a token timeout."""
+    sc = load_scenario(SCENARIOS / "regress_911_universe.toml")
+    rows = Simulation(sc, seed=sc.seed).run().events()
+    heal = next(a.at for a in sc.nemesis if a.action == "heal")
+    views = _regular_views(rows)
+    assert any(r["members"] == ["A", "B"] and r["t"] < heal for r in views)
+    assert any(
+        r["kind"] == "911" and r["node"] == "A" and r["detail"] == {"dst": "C", "op": "rerouted"}
+        for r in rows
+    )
+    ac = [r for r in views if r["members"] == ["A", "C"] and r["t"] > heal]
+    assert {r["node"] for r in ac} == {"A", "C"}
+    timeout = int(sc.settings.get("hungry_timeout", 500_000_000))
+    assert max(r["t"] for r in ac) - heal < timeout // 2
+
+
+def test_a_node_alone_with_exactly_half_of_its_view_does_not_take_the_lock() -> None:
+    """regress_exactly_half_lock shows its condition: C cut off, A and B the committed
+    ring (A, B) taking the lock in turn; A, whose token's acks are lost, asks with a 911
+    and is answered NO: no configuration of A alone is committed and no lock granted
+    while the partition lasts (before: A committed (A) and granted it beside B)."""
+    sc = load_scenario(SCENARIOS / "regress_exactly_half_lock.toml")
+    rows = Simulation(sc, seed=sc.seed).run().events()
+    cut = next(a.at for a in sc.nemesis if a.action == "partition")
+    heal = next(a.at for a in sc.nemesis if a.action == "heal")
+    during = [r for r in _regular_views(rows) if cut < r["t"] < heal]
+    assert during and all(r["members"] == ["A", "B"] for r in during)
+    grants = [r for r in rows if r["kind"] == "lock" and r["detail"].get("op") == "granted"]
+    assert {r["node"] for r in grants if cut < r["t"] < heal} == {"A", "B"}
+    assert any(
+        r["kind"] == "911"
+        and r["node"] == "A"
+        and r["detail"].get("status") == "NO"
+        and cut < r["t"] < heal
+        for r in rows
+    )

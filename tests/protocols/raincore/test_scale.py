@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.protocols.gms import checks
 from tests.protocols.groups import lossy_group
 
+from ringcast.lab import reference as checks
 from ringcast.protocols.raincore import SETTINGS, in_force
 from ringcast.sim.scenario import NODE_NAMES
 
@@ -45,7 +45,7 @@ def _run(seed: int, nodes: int = 16, loss: float = 0.2, **settings: Any) -> list
 def test_sixteen_members_at_20_percent_loss_keep_their_view_and_deliver() -> None:
     for seed in (1, 2):
         rows = _run(seed, **FIXED)  # decision 32 alone: six tries a hop
-        assert checks.convergence(rows, set(NAMES)) == []
+        assert checks.convergence(rows, set(NAMES), on_members=True, keep_across_restart=True) == []
         assert checks.delivery_stalls(rows, set(NAMES), 3 * SEC) == []
         assert checks.safety(rows) == []
 
@@ -57,7 +57,10 @@ def test_three_tries_a_hop_churned_and_stalled() -> None:
         views = sum(r["kind"] == "view" for r in rows)
         assert views > 8 * len(NAMES)  # the group churned through views
         stalled = checks.delivery_stalls(rows, set(NAMES), 3 * SEC)
-        broken += bool(checks.convergence(rows, set(NAMES)) or stalled)
+        broken += bool(
+            checks.convergence(rows, set(NAMES), on_members=True, keep_across_restart=True)
+            or stalled
+        )
     assert broken == 2
 
 

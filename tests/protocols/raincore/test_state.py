@@ -1,4 +1,5 @@
-"""The explicit transition table (seed 000, Figures 9-11) and its rendering in the docs."""
+"""The explicit transition table (the Raincore paper, Figures 9-11) and its rendering in the
+docs."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Seeded random fault scenarios for Totem (crash, restart, partition and merge, loss,
-duplication, reordering), run in the simulator and checked with :mod:`.checks`."""
+duplication, reordering), run in the simulator and checked with :mod:`ringcast.lab.reference`."""
 
 from __future__ import annotations
 

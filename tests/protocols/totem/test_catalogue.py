@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 
 from ringcast.core.effects import Backpressure
+from ringcast.lab.reference import totem_check_all
 from ringcast.protocols.totem.machine import TotemMachine
 from ringcast.sim import Simulation, load_scenario
-
-from .checks import check_all
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios" / "totem"
 LIVE = {"crash": {"A", "B", "D", "E"}}
@@ -22,7 +21,7 @@ def test_fault_catalogue(name: str) -> None:
     sc = load_scenario(SCENARIOS / f"{name}.toml")
     res = Simulation(sc, seed=3).run()
     rows = res.events()
-    assert check_all(rows, LIVE.get(name, set(sc.nodes)), 0) == []
+    assert totem_check_all(rows, LIVE.get(name, set(sc.nodes))) == []
     assert len(res.events(kind="deliver")) > 1000
 
 
@@ -62,7 +61,7 @@ def test_saturated_ring_keeps_buffers_bounded(monkeypatch: Any) -> None:
     assert peak["pending"] <= max_pending
     assert peak["frames"] <= 3 * window
     rows = res.events()
-    assert check_all(rows, set(sc.nodes), 0) == []
+    assert totem_check_all(rows, set(sc.nodes)) == []
     # Nothing lost to overflow: every submitted message not still queued is delivered by all.
     submitted = {r["msg"] for r in rows if r["kind"] == "submit"}
     queued = {m[0] for mach in res.machines.values() for m in mach.packer.queue}

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ringcast.lab.reference import totem_check_all
 from ringcast.sim import Simulation, load_scenario
-
-from .checks import check_all
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios" / "totem"
 
 
 def test_p2_missing_m3_recovers_through_rtr() -> None:
-    """Seed 001: P2 misses M3, puts aru = 2 and rtr = [3] on the token, P3 rebroadcasts M3."""
+    """The corosync Totem slides: P2 misses M3, puts aru = 2 and rtr = [3] on the token, P3
+    rebroadcasts M3."""
     res = Simulation(load_scenario(SCENARIOS / "p2_missing_m3.toml"), seed=1).run()
     rows = res.events()
     asked = [
@@ -28,11 +28,12 @@ def test_p2_missing_m3_recovers_through_rtr() -> None:
         assert got == ["P1:1", "P1:2", "P1:3"], node
     p2_m3 = next(r for r in res.events(kind="deliver", node="P2") if r["msg"] == "P1:3")
     assert p2_m3["t"] > rtx[0]["t"]
-    assert check_all(rows, {"P1", "P2", "P3", "P4"}, 0) == []
+    assert totem_check_all(rows, {"P1", "P2", "P3", "P4"}) == []
 
 
 def test_p4_joins_through_gather_commit_recovery() -> None:
-    """Seed 001: P4 joins {P1, P2, P3}; alone in its transitional membership; seq + 4."""
+    """The corosync Totem slides: P4 joins {P1, P2, P3}; alone in its transitional membership;
+    seq + 4."""
     res = Simulation(load_scenario(SCENARIOS / "p4_join.toml"), seed=1).run()
     views = res.events(kind="view")
     regular = [v for v in views if not v["transitional"]]
@@ -58,4 +59,4 @@ def test_p4_joins_through_gather_commit_recovery() -> None:
     assert ("Gather", "join from P4") in p1
     # The new ring's seq was persisted.
     assert res.machines["P4"].highest_seq == int(new.split(":")[0])
-    assert check_all(res.events(), {"P1", "P2", "P3", "P4"}, 0) == []
+    assert totem_check_all(res.events(), {"P1", "P2", "P3", "P4"}) == []

@@ -1,4 +1,4 @@
-"""Issue 24, Totem: a node never trusts a packet.
+"""Totem: a node never trusts a packet.
 
 The two commit-token defects (a ``my_aru`` that made the recovery plan loop without end,
 and a commit token without an entry for the receiver's old ring that raised out of
@@ -298,7 +298,7 @@ def test_a_token_whose_fcc_says_the_window_is_full_does_not_stop_the_ring() -> N
 
 
 def test_failure_to_receive_ends_a_recovery_whose_aru_never_moves() -> None:
-    """The seed's failure to receive holds for a rotating token, whatever the state: a
+    """The Totem paper's failure to receive holds for a rotating token, whatever the state: a
     ring in Recovery whose aru stays below seq for fail_to_recv_const visits (frames
     nobody can give it) fails the aru_id node and forms a new membership, where it
     used to stay in Recovery for good while the token went round."""

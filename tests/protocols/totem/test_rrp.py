@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
+from ringcast.lab.reference import totem_check_all
 from ringcast.protocols.totem.rrp import RedundantRing
 from ringcast.sim import Simulation, load_scenario
 from ringcast.sim.scenario import Action, Scenario
-
-from .checks import check_all
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios" / "totem"
 MS = 1_000_000
@@ -57,7 +56,7 @@ def layer(res: Any, node: str) -> RedundantRing:
 
 def single_ring_holds(res: Any, sc: Scenario) -> None:
     """The single ring's guarantees: every property, one configuration, no loss."""
-    assert check_all(res.events(), set(sc.nodes), 0) == []
+    assert totem_check_all(res.events(), set(sc.nodes)) == []
     assert len(regular_views(res)) == 1  # no membership change
     nothing_lost(res, sc.nodes)
 
@@ -162,7 +161,7 @@ def test_flapping_network_does_not_flap_the_ring(mode: str) -> None:
 def test_every_network_of_one_node_down_changes_membership_then_merges() -> None:
     sc = scenario("rrp_all_down")
     res = run(sc)
-    assert check_all(res.events(), set(sc.nodes), 4000 * MS) == []
+    assert totem_check_all(res.events(), set(sc.nodes)) == []
     views = [
         r for r in res.events(kind="view", node="D") if r["t"] > 100 * MS and not r["transitional"]
     ]
@@ -248,7 +247,7 @@ def test_no_duplicate_commit_tokens_in_active_mode() -> None:
     base = load_scenario(SCENARIOS / "crash.toml")
     sc = replace(base, network=replace(base.network, networks=2)).with_settings(rrp_mode="active")
     res = run(sc)
-    assert check_all(res.events(), {"A", "B", "D", "E"}, 0) == []
+    assert totem_check_all(res.events(), {"A", "B", "D", "E"}) == []
     assert len(regular_views(res)) == 2  # the crash, and only the crash
     reasons = [r["detail"].get("reason", "") for r in res.events(kind="drop")]
     assert not any("duplicate" in x for x in reasons)
@@ -261,7 +260,7 @@ def test_passive_no_false_positive_under_heavy_multicast() -> None:
     sc = replace(base, network=replace(base.network, networks=2)).with_settings(rrp_mode="passive")
     res = run(sc)
     assert marks(res, "network_faulty") == []
-    assert check_all(res.events(), set(sc.nodes), 0) == []
+    assert totem_check_all(res.events(), set(sc.nodes)) == []
     assert len(res.events(kind="deliver")) > 1000
 
 

@@ -1,4 +1,4 @@
-"""Helpers for the tribes tests: the token's path as the seed prints it."""
+"""Helpers for the tribes tests: the token's path as Tomcat's source prints it."""
 
 from __future__ import annotations
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from ringcast.lab.reference import tribes_check_all
 from ringcast.sim import Simulation, load_scenario
 
-from .checks import check_all
 from .harness import SCENARIOS, final_leaders, final_views, machine, run
 
 CATALOGUE = [
@@ -33,7 +33,7 @@ CATALOGUE = [
 def test_every_claim_holds(name: str, seed: int) -> None:
     res = Simulation(load_scenario(SCENARIOS / f"{name}.toml"), seed=seed).run()
     rows = res.events()
-    assert check_all(rows) == []
+    assert tribes_check_all(rows) == []
     assert len(res.events(kind="deliver")) > 200
 
 

@@ -1,5 +1,6 @@
-"""The seed's worked examples (seed 003), asserted step by step: the token sends the
-seed prints, the state it tabulates after step (5), and the confirmed view."""
+"""The worked examples of Tomcat's NonBlockingCoordinator documentation, asserted step by
+step: the token sends the documentation prints, the state it tabulates after step (5), and
+the confirmed view."""
 
 from __future__ import annotations
 

@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
+from ringcast.lab.reference import tribes_check_all
 from ringcast.sim import Simulation, parse_scenario
-
-from .checks import check_all
 
 
 def random_scenario(seed: int, n: int) -> Any:
@@ -71,4 +70,4 @@ def random_scenario(seed: int, n: int) -> Any:
 def test_random_faults(seed: int) -> None:
     sc = random_scenario(seed, 5 + seed % 5)
     res = Simulation(sc, seed=seed).run()
-    assert check_all(res.events()) == []
+    assert tribes_check_all(res.events()) == []

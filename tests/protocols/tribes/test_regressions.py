@@ -9,9 +9,9 @@ import pytest
 
 from ringcast.core.effects import Effect, Send
 from ringcast.core.events import Submit
+from ringcast.lab import reference as checks
 from ringcast.protocols.tribes import AppData, TribesMachine
 
-from . import checks
 from .harness import run
 
 
@@ -36,7 +36,7 @@ def test_a_restarted_receiver_does_not_deliver_again(seed: int) -> None:
     # B delivered A's messages before its crash, and again after its restart
     b = sorted(r["t"] for r in rows if r["kind"] == "deliver" and r["node"] == "B")
     assert b[0] < 330_000_000 < 345_000_000 < b[-1]
-    assert checks.check_all(rows) == []
+    assert checks.tribes_check_all(rows) == []
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -68,4 +68,4 @@ def test_the_reliable_layer_alone_keeps_a_restarted_receiver_from_delivering_aga
         r["kind"] == "send_failed" and r["detail"].get("reason") == "receiver_restarted"
         for r in rows
     )
-    assert checks.check_all(rows) == []
+    assert checks.tribes_check_all(rows) == []

@@ -29,7 +29,7 @@ It fails a run in which
   member set containing the other (two merge leaders each took part of one subgroup).
 
 The reference, in plain Python over one run's rows, is ``merge_atomicity`` in
-``tests/protocols/gms/checks.py``; ``tests/lab/test_merge_atomicity.py`` compares them.
+``ringcast.lab.reference``; ``tests/lab/test_merge_atomicity.py`` compares them.
 """
 
 from __future__ import annotations

@@ -64,6 +64,8 @@ class PropertyResult:
     expected_violations: int = 0
     protocols: dict[str, dict[str, Any]] = field(default_factory=dict)
     counterexamples: list[dict[str, Any]] = field(default_factory=list)
+    violated_runs: list[str] = field(default_factory=list)
+    """Every run with a violation, expected or not (sorted)."""
     expected_by: dict[int, int] = field(default_factory=dict, repr=False)
     """Per expectation (its index), the runs it covers that violate the property (in
     ``check.json`` under ``expectations``, not here)."""
@@ -364,6 +366,10 @@ def _count(
         )
         for c in counts:
             _tally(by_name[c.property], c.protocol, c.expects, int(c.n), int(c.runs))
+        if counts:
+            pairs = allv.select("property", "run").distinct().orderBy("property", "run")
+            for row in pairs.collect():
+                by_name[row.property].violated_runs.append(row.run)
         if counts and examples > 0:
             late = F.col("expects").isNotNull()  # the unexpected first
             w = Window.partitionBy("property").orderBy(late, "run", "t", "note")

@@ -198,9 +198,11 @@ class BasicMachine:
 
 
 def make_basic(ctx: MachineContext) -> Machine:
-    s = ctx.settings
+    from ringcast.protocols.basic import SPEC  # registered after this module loads
+
+    s = SPEC.resolve_settings(ctx.settings)
     return Stack(
-        BasicMachine(ctx, window=int(s.get("window", 256))),
+        BasicMachine(ctx, window=int(s["window"])),
         reliable=ReliableUnicast(
             ctx.node_id, rto=s["rto"], max_tries=s["max_tries"], storage=dict(ctx.storage)
         ),

@@ -1,9 +1,9 @@
 """``gms``: JGroups-style group membership with reliable view installation.
 
-Seed 004 (JGroups JGRP-136, "Reliable view installation"): a coordinator-based group
+JGroups JGRP-136 ("Reliable view installation"): a coordinator-based group
 membership (JGroups' GMS) whose views are installed in one of three ways, the setting
-``view_install``: ``plain`` (a view is a message: the seed's cases A-D fail), ``acks``
-(the seed's solutions 1 and 2) and ``two_phase`` (PREPARE_VIEW / COMMIT_VIEW /
+``view_install``: ``plain`` (a view is a message: JGRP-136's cases A-D fail), ``acks``
+(JGRP-136's solutions 1 and 2) and ``two_phase`` (PREPARE_VIEW / COMMIT_VIEW /
 STATUS_VIEW, which JGroups designed and never built; the default). Partitions merge
 as in JGroups' MERGE3. Application messages are reliable per-sender FIFO multicasts
 (NAKACK2 and STABLE), delivered in the view they were sent in. See
@@ -109,6 +109,7 @@ SPEC = register(
             "previous_incarnation",
             "restarted",
             "join_retry",
+            "join_wait",
             "join_rejected",
             "singleton",
             "cast_view",

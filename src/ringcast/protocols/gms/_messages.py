@@ -1,4 +1,4 @@
-"""GMS wire messages (type ids 0x0400-0x04FF), by the names of seed 004 and JGroups.
+"""GMS wire messages (type ids 0x0400-0x04FF), by the names of JGRP-136 and JGroups.
 
 Views travel as ``(view_id, members)``: ``view_id`` is the string ``"coord:counter"``
 (JGroups' ``ViewId``), ``members`` the ordered member list whose first entry is the
@@ -69,7 +69,7 @@ class Suspect:
     node: str
 
 
-# -- view installation (seed 004)
+# -- view installation (JGRP-136)
 
 
 @wire(0x0410)
@@ -123,10 +123,12 @@ class StatusView:
 @wire(0x0420)
 @dataclass(frozen=True, slots=True)
 class MergeInfo:
-    """INFO: a member's view id and coordinator, multicast every discovery interval."""
+    """INFO: a member's view id and coordinator, multicast every discovery interval;
+    ``answer``: sent back to the sender of a foreign INFO (never answered itself)."""
 
     view_id: str
     coord: str
+    answer: bool = False
 
 
 @wire(0x0421)
@@ -148,6 +150,15 @@ class MergeRsp:
     members: tuple[str, ...]
     refused: bool = False
     heard: tuple[str, ...] = ()
+
+
+@wire(0x0423)
+@dataclass(frozen=True, slots=True)
+class MergeCancel:
+    """The merge leader gave merge ``merge_id`` up: whoever answered it is free again
+    (JGroups' merge leader cancels a merge at the subgroup coordinators it asked)."""
+
+    merge_id: str
 
 
 # -- reliable per-sender FIFO multicast (NAKACK2, STABLE)
@@ -201,5 +212,5 @@ class Stable:
 
 MEMBERSHIP = (FindMbrs, FindMbrsRsp, Join, JoinRsp, Leave, Suspect)
 INSTALL = (ViewMsg, ViewAck, PrepareView, CommitView, StatusView)
-MERGE = (MergeInfo, MergeReq, MergeRsp)
+MERGE = (MergeInfo, MergeReq, MergeRsp, MergeCancel)
 DATA = (Msg, XmitReq, XmitGone, Stable)

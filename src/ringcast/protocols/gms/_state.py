@@ -8,7 +8,7 @@ a node on its way out. A row maps ``(state, event)`` to the action the machine r
 and the states that action may end in; an event a state does not list is dropped and
 counted. The diagrams in ``docs/protocols/gms.md`` are rendered from these tables.
 
-Events are named after the messages of seed 004 and JGroups (``VIEW``,
+Events are named after the messages of JGRP-136 and JGroups (``VIEW``,
 ``PREPARE_VIEW``, ...), ``suspected`` (the local failure detector), ``submit`` and
 ``stop`` (the application) and the timers (``*_timer``).
 """
@@ -51,6 +51,7 @@ EVENTS = (
     "INFO",
     "MERGE_REQ",
     "MERGE_RSP",
+    "MERGE_CANCEL",
     "MSG",
     "XMIT_REQ",
     "XMIT_GONE",
@@ -107,6 +108,7 @@ def _member_rows(state: St) -> dict[tuple[St, str], Transition[St]]:
         (state, "submit"): _t("submit", *stay),
         (state, "VIEW_ACK"): _t("on_view_ack", *stay),
         (state, "MERGE_RSP"): _t(IGNORE, *stay),
+        (state, "MERGE_CANCEL"): _t("on_merge_cancel", *stay),
         (state, "ack_timer"): _t("ack_tick", *stay),
         (state, "merge_timer"): _t("merge_check", *stay, St.INSTALLING, St.COORDINATOR),
         (state, "merge_req_timer"): _t("merge_req_tick", *stay),
@@ -130,7 +132,7 @@ CLIENT = TransitionTable(
         (St.JOINING, "VIEW"): _t("joiner_view", St.JOINING, St.PARTICIPANT),
         (St.JOINING, "PREPARE_VIEW"): _t("on_prepare_view", St.JOINING),
         (St.JOINING, "COMMIT_VIEW"): _t("joiner_view", St.JOINING, St.PARTICIPANT),
-        (St.JOINING, "join_timer"): _t("join_retry", St.DISCOVERING),
+        (St.JOINING, "join_timer"): _t("join_retry", St.DISCOVERING, St.JOINING),
         (St.JOINING, "status_timer"): _t("status_tick", St.JOINING),
         (St.JOINING, "MSG"): _t("on_msg", St.JOINING),
         (St.JOINING, "stop"): _t("left", St.LEFT),
@@ -144,6 +146,7 @@ CLIENT = TransitionTable(
                 "fd_timer",
                 "FIND_MBRS",
                 "INFO",
+                "MERGE_CANCEL",
                 "stable_timer",
                 "info_timer",
                 "merge_req_timer",
@@ -186,6 +189,7 @@ _COORD = {
     (St.COORDINATOR, "LEAVE"): _t("on_leave", St.COORDINATOR, St.INSTALLING),
     (St.COORDINATOR, "merge_timer"): _t("merge_check", St.COORDINATOR, St.INSTALLING),
     (St.COORDINATOR, "MERGE_RSP"): _t("on_merge_rsp", St.COORDINATOR, St.INSTALLING),
+    (St.COORDINATOR, "MERGE_CANCEL"): _t("on_merge_cancel", St.COORDINATOR, St.INSTALLING),
     **_member_rows(St.INSTALLING),
     (St.INSTALLING, "stop"): _t("leave", St.LEAVING, St.LEFT),
     (St.INSTALLING, "JOIN"): _t("queue_join", St.INSTALLING),
@@ -199,7 +203,9 @@ for _s in (St.COORDINATOR, St.INSTALLING):
         _COORD[(_s, _e)] = Transition(
             _COORD[(_s, _e)].action, (St.COORDINATOR, St.INSTALLING, St.PARTICIPANT)
         )
-    _COORD[(_s, "PREPARE_VIEW")] = _t("on_prepare_view", _s, St.PARTICIPANT)
+    # a greater view prepared ends this node's own installation: it is the coordinator
+    # of its view again until that view is committed
+    _COORD[(_s, "PREPARE_VIEW")] = _t("on_prepare_view", _s, St.COORDINATOR, St.PARTICIPANT)
     _COORD[(_s, "MERGE_REQ")] = _t("on_merge_req", _s)
 
 COORDINATOR = TransitionTable(

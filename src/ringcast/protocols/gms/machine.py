@@ -1,6 +1,6 @@
 """The GMS machine: coordinator-based membership with reliable view installation.
 
-Seed 004 (JGroups JGRP-136, "Reliable view installation") in its three modes
+JGroups JGRP-136 ("Reliable view installation") in its three modes
 (``view_install``):
 
 * ``plain``: a view is a message (VIEW), retransmitted by its sender until acknowledged
@@ -92,6 +92,7 @@ EVENT_OF_MSG: dict[type, str] = {
     M.MergeInfo: "INFO",
     M.MergeReq: "MERGE_REQ",
     M.MergeRsp: "MERGE_RSP",
+    M.MergeCancel: "MERGE_CANCEL",
     M.Msg: "MSG",
     M.XmitReq: "XMIT_REQ",
     M.XmitGone: "XMIT_GONE",
@@ -175,6 +176,7 @@ class GmsMachine:
         self.join_attempts = 0
         # two-phase participant
         self.prepared: GView | None = None
+        self.prepared_at = 0
         # coordinator
         self.install: _Install | None = None
         self.q_joins: set[str] = set()
@@ -183,7 +185,10 @@ class GmsMachine:
         # merge
         self.info: dict[str, tuple[int, str, str]] = {}
         self.merge: _Merge | None = None
-        self.merge_lock: tuple[str, int] | None = None
+        self.merge_lock: tuple[str, int, str] | None = None
+        """(leader, until, merge id): the merge this node answered, if any."""
+        self.answered: dict[str, int] = {}
+        """When this node last answered each sender of a foreign INFO."""
         self.merges = 0
         self.timers_armed = False
         self.data = Nakack(ctx.node_id, xmit_interval=self.rto)
@@ -335,6 +340,17 @@ class GmsMachine:
         out.append(SetTimer(TIMER_OF["join_timer"], self.join_timeout))
 
     def _join_retry(self, src: str, arg: Any, out: list[Effect]) -> None:
+        p = self.prepared
+        if p is not None and self.node_id in p and self.now - self.prepared_at < self.ack_timeout:
+            # two_phase: the view that admits this node is being installed (it prepared
+            # it): the JoinRsp comes with the commit, which may wait for the slowest
+            # member up to view_ack_collection_timeout, longer than join_timeout. Wait
+            # for it; a joiner that gave up formed a view of its own, and the view that
+            # admitted it then merged that view with part of the group
+            # (``regress_joiner_gives_up_while_prepared``).
+            out.append(Record.of("join_wait", view=p.view_id))
+            out.append(SetTimer(TIMER_OF["join_timer"], self.join_timeout))
+            return
         out.append(Record.of("join_retry", attempt=self.join_attempts))
         self._discover(src, arg, out)
 
@@ -387,6 +403,10 @@ class GmsMachine:
             self.merge_lock = None
         out.append(InstallView(View(v.view_id, v.members)))
         out.append(LeaderChanged(v.members[0], v.view_id))
+        # INFO at once: a merge leader about to decide hears of this view now, not up
+        # to an interval later (a restarted member's singleton was left out of a merge
+        # decided 260 ms after it formed: ``regress_new_view_unheard``)
+        out.append(Multicast(M.MergeInfo(v.view_id, v.members[0])))
         self.data.install(v, self.now, out)
         if self.held:
             self._release(out)
@@ -764,6 +784,15 @@ class GmsMachine:
                 out.append(Record.of("recommit", view=view.view_id))
                 self._resend_view(tuple(m for m in view.members if m not in self.suspects), out)
         members = [m for m in base.members if m not in self.suspects]
+        kept = sum(1 for m in view.members if m in members)
+        if 2 * kept <= len(view.members):
+            # Cut off from most of its view, it casts an exclusion and nothing more: a
+            # joiner the prepared view added may have formed a view of its own since (a
+            # singleton when its JOIN went unanswered), and a view of it and a fragment
+            # of this one is a partial merge of the two (hostile seed 659: E, alone in
+            # a partition, took over with the joiner D; ``regress_takeover_takes_a_joiner``).
+            # The joiner asks again.
+            members = [m for m in members if m in view]
         self._cast(members, out, floor=floor, why="takeover")
 
     # ------------------------------------------------------------ views arriving
@@ -788,7 +817,8 @@ class GmsMachine:
         if self.install is not None:
             self.install = None
             out.append(CancelTimer(TIMER_OF["ack_timer"]))
-        self.merge = None
+        if self.merge is not None:
+            self._cancel_merge(f"view {v.view_id}", out)
         if self.node_id in v:
             self._install(v, out)
             self._check_takeover(out)
@@ -820,11 +850,18 @@ class GmsMachine:
             return
         if self.install is not None and v.key > self.install.view.key:
             # a greater view is being installed by someone else (a merge, a takeover)
+            # It stays the coordinator of its view until that view is committed: made a
+            # participant of its own view, it left every merge to a coordinator that
+            # deferred to it, for ever once the greater view was given up
+            # (``regress_coordinator_left_as_participant``).
             self.install = None
             out.append(CancelTimer(TIMER_OF["ack_timer"]))
             if self.state is St.INSTALLING:
-                self.state = St.PARTICIPANT
+                assert self.view is not None
+                mine = self.view.members[0] == self.node_id
+                self.state = St.COORDINATOR if mine else St.PARTICIPANT
         self.prepared = v
+        self.prepared_at = self.now
         out.append(Send(src, M.ViewAck(v.view_id)))
         out.append(SetTimer(TIMER_OF["status_timer"], self.status_timeout))
 
@@ -958,13 +995,27 @@ class GmsMachine:
         parse_id(msg.view_id)
         parse_id(format_id(msg.coord, 0))
         old = self.info.get(src)
+        view = self.view
         if (
-            self.view is not None
-            and (src not in self.view or id_key(msg.view_id) > self.view.key)
+            view is not None
+            and (src not in view or id_key(msg.view_id) > view.key)
             and (old is None or old[1] != msg.view_id)
         ):
             self.foreign_changed = self.now
         self.info[src] = (self.now, msg.view_id, msg.coord)
+        if (
+            view is not None
+            and msg.answer is not True
+            and src not in view
+            and msg.view_id != view.view_id
+            and self.now - self.answered.get(src, -self.merge_interval) >= self.merge_interval // 2
+        ):
+            # A foreign INFO is answered at once (at most once per half interval per
+            # sender): the node that will lead the merge learns of this view from its own
+            # INFO instead of waiting for this node's next one, which loss may take
+            # several intervals (``regress_foreign_info_lost``).
+            self.answered[src] = self.now
+            out.append(Send(src, M.MergeInfo(view.view_id, view.members[0], answer=True)))
 
     def _merge_check(self, src: str, arg: Any, out: list[Effect]) -> None:
         """MERGE3's check: lead a merge of every view heard of that is not this one.
@@ -986,8 +1037,7 @@ class GmsMachine:
         if self.merge is not None:
             if now - self.merge.started < self.merge_interval:
                 return
-            out.append(Record.of("merge_cancelled", merge=self.merge.merge_id, reason="timeout"))
-            self.merge = None
+            self._cancel_merge("timeout", out)
         if self.merge_lock is not None and self.merge_lock[1] > now:
             return
         window = now - 2 * self.merge_interval
@@ -1085,6 +1135,26 @@ class GmsMachine:
             asked.add(coord if coord in heard else min(heard))
         return asked
 
+    def _cancel_merge(self, reason: str, out: list[Effect]) -> None:
+        """Give the merge under way up (``merge_cancelled``) and tell every node asked,
+        so that those that answered are free for another leader at once instead of
+        refusing everyone until their answer's lock expires (two intervals): three
+        leaders each holding a lock on another's subgroup refused each other for the
+        whole quiet end (``regress_merge_locks_outlive_the_merge``)."""
+        mg = self.merge
+        if mg is None:
+            return
+        self.merge = None
+        out.append(Record.of("merge_cancelled", merge=mg.merge_id, reason=reason))
+        for n in sorted(mg.expected):
+            out.append(Send(n, M.MergeCancel(mg.merge_id)))
+
+    def _on_merge_cancel(self, src: str, msg: M.MergeCancel, out: list[Effect]) -> None:
+        lock = self.merge_lock
+        if lock is not None and lock[0] == src and lock[2] == msg.merge_id:
+            self.merge_lock = None
+            self._process_queue(out)
+
     def _merge_req_tick(self, src: str, arg: Any, out: list[Effect]) -> None:
         """MERGE_REQ again, every ``rto``, to whoever has not answered: JGroups' merge
         requests ride on reliable unicast (UNICAST3); here they are datagrams, and a
@@ -1111,9 +1181,8 @@ class GmsMachine:
             out.append(Send(src, M.MergeRsp(msg.merge_id, view.view_id, view.members, True)))
             return
         if self.merge is not None:
-            out.append(Record.of("merge_cancelled", merge=self.merge.merge_id, reason=src))
-            self.merge = None
-        self.merge_lock = (src, self.now + 2 * self.merge_interval)
+            self._cancel_merge(src, out)
+        self.merge_lock = (src, self.now + 2 * self.merge_interval, msg.merge_id)
         window = self.now - 2 * self.merge_interval
         heard = tuple(
             f"{n}={e[1]}={e[2]}"
@@ -1127,8 +1196,7 @@ class GmsMachine:
         if mg is None or msg.merge_id != mg.merge_id or src not in mg.waiting:
             return
         if msg.refused:
-            out.append(Record.of("merge_cancelled", merge=mg.merge_id, reason=f"refused by {src}"))
-            self.merge = None
+            self._cancel_merge(f"refused by {src}", out)
             return
         v = parse_view(msg.view_id, msg.members)
         if v.view_id != mg.expected.get(src, v.view_id):
@@ -1136,14 +1204,9 @@ class GmsMachine:
             # partition and answered after the heal, say): what the leader saw is stale,
             # and merging on it would leave out what it has not heard of yet. Start
             # again once everything reachable has been heard (all or nothing).
-            out.append(
-                Record.of(
-                    "merge_cancelled",
-                    merge=mg.merge_id,
-                    reason=f"stale: {src} is in {v.view_id}, its INFO said {mg.expected[src]}",
-                )
+            self._cancel_merge(
+                f"stale: {src} is in {v.view_id}, its INFO said {mg.expected[src]}", out
             )
-            self.merge = None
             self.foreign_changed = self.now
             return
         mg.waiting.discard(src)

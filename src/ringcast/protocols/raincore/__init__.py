@@ -1,4 +1,4 @@
-"""``raincore``: the Raincore token-ring Group Communication Manager (seed 000).
+"""``raincore``: the Raincore token-ring Group Communication Manager (the Raincore paper).
 
 A token circulates on a logical ring over reliable unicast (the Transport Manager);
 each node runs the seven-state machine of Figure 11 (View State Agreement / Chaos /
@@ -97,7 +97,7 @@ SETTINGS = {
         True,
         "only a ring holding a majority of the group's universe (every node of the "
         "broadcast domain; ties: the half with its first node) reserves a view, keeps "
-        "or regenerates the token (false: the seed's rule, no partition safety)",
+        "or regenerates the token (false: the Raincore paper's rule, no partition safety)",
     ),
 }
 

@@ -1,5 +1,5 @@
 """Raincore wire messages: the token (Figure 6), the 911 message (Figure 7) and the
-node's persisted local state (Figure 8). Seed 000, section 1.1.
+node's persisted local state (Figure 8). The Raincore paper, section 1.1.
 
 Every message is registered with :mod:`ringcast.core.codec` (type ids 0x0100-0x01FF).
 Pointers ("pointer to current node", "pointer to destination node", "pointer to

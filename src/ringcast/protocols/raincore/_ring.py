@@ -1,5 +1,5 @@
 """Nodelist arithmetic shared by the token and the 911 message, and the primary
-component rule (a decision where the seed is silent: see docs/protocols/raincore.md)."""
+component rule (a decision where the Raincore paper is silent: see docs/protocols/raincore.md)."""
 
 from __future__ import annotations
 

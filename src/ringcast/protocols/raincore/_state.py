@@ -1,4 +1,4 @@
-"""The Raincore state machine as data: Figure 9, Figure 10 and Figure 11 of seed 000.
+"""The Raincore state machine as data: Figure 9, Figure 10 and Figure 11 of the Raincore paper.
 
 Each node is in one View State (Agreement, Chaos, Reserve) and one Token State
 (Eating, Hungry, Starving); "two of the nine states are not reachable, so it is
@@ -60,7 +60,7 @@ STATES: tuple[State, ...] = (
     HUNGRY_CHAOS,
     STARVING_CHAOS,
 )
-"""The seven reachable states, in the order the seed lists them."""
+"""The seven reachable states, in the order the Raincore paper lists them."""
 
 
 class Event(enum.Enum):
@@ -202,7 +202,7 @@ class ViewStep(enum.Enum):
 class Sight(enum.Enum):
     """What a node sees on a token it takes into hand, for the view-state step.
 
-    The seed compares only ``token.nodelist`` with ``localView``; the reservation on the
+    The Raincore paper compares only ``token.nodelist`` with ``localView``; the reservation on the
     token (decision 22 in docs/protocols/raincore.md) refines "the same" into whether the
     ring may reserve and whether every member has reserved.
     """
@@ -256,6 +256,6 @@ def mermaid() -> str:
 
     One edge per (state, target) pair that some event leads to, labelled with those
     events; a node staying in its state (vetoes, stale timers, dropped tokens) is not
-    drawn, as in the seed's figure; ``[*]`` marks the states a node boots in.
+    drawn, as in the Raincore paper's figure; ``[*]`` marks the states a node boots in.
     """
     return TABLE.mermaid(self_loops=False, fenced=True)

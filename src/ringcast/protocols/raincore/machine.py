@@ -1,4 +1,4 @@
-"""The Raincore Group Communication Manager of one node (seed 000, section 1.1).
+"""The Raincore Group Communication Manager of one node (the Raincore paper, section 1.1).
 
 :class:`RaincoreMachine` keeps the local data structures of Figure 8 under the seed's
 names and runs the pseudo code of the eight events, dispatching on the transition table

@@ -1,4 +1,4 @@
-"""The services the token carries (seed 000, section 1.1: "the basic component in
+"""The services the token carries (the Raincore paper, section 1.1: "the basic component in
 providing the consistent group membership, reliable multicast and mutual exclusion").
 
 :class:`TokenMulticast` -- reliable, totally ordered multicast: a node puts its
@@ -6,7 +6,7 @@ application messages on the token when it passes the token on; every node delive
 the messages it has not delivered yet, in token order, when the token reaches it; the
 originator takes its messages off when they come back after one full rotation.
 
-Flow control (not in the seed, see docs/protocols/raincore.md): the token holds at most
+Flow control (not in the Raincore paper, see docs/protocols/raincore.md): the token holds at most
 ``max_token_messages`` messages and ``max_token_bytes`` bytes (estimated encoded size),
 so it always fits in one UDP datagram; each node's share of that capacity in a rotation
 is proportional to its backlog among the backlogs the token carries (``Token.demand``,

@@ -1,7 +1,7 @@
 """Totem single-ring protocol: total order, agreed and safe delivery, membership, recovery
 with extended virtual synchrony, flow control (seeds 001 and 002).
 
-See ``docs/protocols/totem.md`` for how the seed maps to code and every default.
+See ``docs/protocols/totem.md`` for how the Totem paper maps to code and every default.
 """
 
 from __future__ import annotations
@@ -90,9 +90,10 @@ SETTINGS: dict[str, Setting] = {
 
 
 def _factory(ctx: MachineContext) -> Machine:
-    settings = SPEC.resolve_settings(ctx.settings) if ctx.settings is not None else {}
-    rrp = RrpSettings(settings, ctx.networks)
-    machine = TotemMachine(ctx, settings)
+    resolved = SPEC.resolve_settings(ctx.settings or {})
+    rrp = RrpSettings(resolved, ctx.networks)
+    # A context without settings leaves the machine to its own defaults, as it always has.
+    machine = TotemMachine(ctx, resolved if ctx.settings is not None else {})
     if rrp.mode == "none":
         return machine  # the single ring alone: its traces as they always were
     layer = RedundantRing(ctx.node_id, ctx.networks, rrp, epoch=ctx.seed, peers=ctx.peers)

@@ -1,7 +1,8 @@
-"""Totem wire messages (seed 002, "Token Fields" and "Membership Protocol - Data Structures").
+"""Totem wire messages (the Totem paper, "Token Fields" and "Membership Protocol - Data
+Structures").
 
 Every message is a frozen dataclass registered with the ringcast codec under a type id in
-0x0200-0x02FF. The field names are the seed's: ``ring_id``, ``token_seq``, ``seq``, ``aru``,
+0x0200-0x02FF. The field names are the Totem paper's: ``ring_id``, ``token_seq``, ``seq``, ``aru``,
 ``aru_id``, ``rtr``, ``backlog``, ``fcc`` on the token; ``proc_set`` and ``fail_set`` on a join;
 ``memb_list``, ``memb_index`` and one :class:`MembEntry` per member on the commit token.
 """
@@ -72,9 +73,9 @@ class RecoveryMcast:
 @wire(0x0205)
 @dataclass(frozen=True, slots=True)
 class Token:
-    """The regular token (seed 002, "Total Ordering Protocol - Token Fields").
+    """The regular token (the Totem paper, "Total Ordering Protocol - Token Fields").
 
-    ``aru_id`` is ``""`` for the seed's null. ``fcc`` counts the frames broadcast during the
+    ``aru_id`` is ``""`` for the Totem paper's null. ``fcc`` counts the frames broadcast during the
     last rotation and ``backlog`` sums the members' backlogs (flow control). ``retrans_flg``,
     ``retrans_id`` and ``rec_seq`` only matter in the Recovery state: a member rebroadcast
     old-ring messages within the last rotation (and which one did last), and the highest
@@ -97,7 +98,7 @@ class Token:
 @wire(0x0206)
 @dataclass(frozen=True, slots=True)
 class Join:
-    """A join message: the sender's proposed membership (seed 002, "Gather State").
+    """A join message: the sender's proposed membership (the Totem paper, "Gather State").
 
     ``ring_seq`` is the highest ring sequence number the sender knows, so the representative
     can pick a larger one.
@@ -112,12 +113,13 @@ class Join:
 @wire(0x0207)
 @dataclass(frozen=True, slots=True)
 class MembEntry:
-    """What one member adds to the commit token on its first rotation (seed 001, "Commit").
+    """What one member adds to the commit token on its first rotation (the corosync Totem
+    slides, "Commit").
 
     ``ring_id`` is its old ring, ``my_aru``/``high_delivered``/``high_seq`` its state in it;
     ``received_flg`` is true when it holds every message of the old ring it knows of.
     ``deliver_memb``: the transitional configurations of this old ring whose recovery it
-    took part in and did not finish (seed 002, "Failure of Recovery"), as the senders
+    took part in and did not finish (the Totem paper, "Failure of Recovery"), as the senders
     whose frames past a gap a member that did finish may have delivered; empty if none.
     """
 
@@ -133,7 +135,7 @@ class MembEntry:
 @wire(0x0208)
 @dataclass(frozen=True, slots=True)
 class CommitToken:
-    """The commit token (seed 002, "Commit State"): two rotations, then the regular token."""
+    """The commit token (the Totem paper, "Commit State"): two rotations, then the regular token."""
 
     ring_id: RingId
     token_seq: int
@@ -154,7 +156,7 @@ class MergeDetect:
 @wire(0x020A)
 @dataclass(frozen=True, slots=True)
 class TokenAck:
-    """Not the seed's: the answer to a retransmitted token that had already arrived.
+    """Not the Totem paper's: the answer to a retransmitted token that had already arrived.
 
     A node that receives again a token it has already passed on (its predecessor saw no
     sign of it and retransmitted it) answers with this, so that the predecessor stops

@@ -1,7 +1,7 @@
 """Wire messages of Totem's redundant ring (type ids 0x0500-0x05FF).
 
 The redundant ring adds two messages under the single ring and changes none of the
-single ring's own (seed 001, the redundant ring slides; Koch, Moser and
+single ring's own (the corosync Totem slides, the redundant ring slides; Koch, Moser and
 Melliar-Smith, "The Totem Redundant Ring Protocol"):
 
 - :class:`RrpPacket`, the envelope every single-ring packet travels in: the sender's

@@ -1,5 +1,5 @@
-"""The membership state machine as an explicit transition table (seed 002, "Finite State
-Machine for Membership"; seed 001, "Totem на одном кольце. Машина состояний").
+"""The membership state machine as an explicit transition table (the Totem paper, "Finite State
+Machine for Membership"; the corosync Totem slides, "Totem на одном кольце. Машина состояний").
 
 :data:`TRANSITIONS` maps ``(state, event)`` to the action the machine runs and the states
 that action may lead to; :data:`TABLE` is that table as a
@@ -17,7 +17,7 @@ from ringcast.core.fsm import IGNORE, Transition, TransitionTable
 
 
 class State(enum.Enum):
-    """The four membership states (seed 002, "Four States of the Membership")."""
+    """The four membership states (the Totem paper, "Four States of the Membership")."""
 
     OPERATIONAL = "Operational"
     GATHER = "Gather"
@@ -26,7 +26,7 @@ class State(enum.Enum):
 
 
 class Ev(enum.Enum):
-    """The seed's events, plus the ordinary traffic of the total ordering protocol."""
+    """The Totem paper's events, plus the ordinary traffic of the total ordering protocol."""
 
     MCAST = "regular message"
     TOKEN = "regular token"
@@ -53,7 +53,7 @@ TRANSITIONS: dict[tuple[State, Ev], Transition[State]] = {
     (OP, Ev.JOIN): Transition("join", (OP, GA)),
     (OP, Ev.TOKEN_LOSS): Transition("token_loss", (GA,)),
     (OP, Ev.TOKEN_RETRANSMIT): Transition("token_retransmit", (OP,)),
-    # (not the seed's: the next node answers a retransmitted token it already had)
+    # (not the Totem paper's: the next node answers a retransmitted token it already had)
     (OP, Ev.TOKEN_ACK): Transition("token_ack", (OP,)),
     (OP, Ev.FAIL_TO_RECV): Transition("fail_to_recv", (GA,)),
     # Gather: joins are exchanged until consensus; the representative then sends the
@@ -64,7 +64,7 @@ TRANSITIONS: dict[tuple[State, Ev], Transition[State]] = {
     (GA, Ev.COMMIT_TOKEN): Transition("commit_token", (GA, CO)),
     (GA, Ev.JOIN_TIMEOUT): Transition("join_timeout", (GA,)),
     (GA, Ev.CONSENSUS_TIMEOUT): Transition("consensus_timeout", (GA, CO)),
-    # (not the seed's: a member of the last ring silent in Gather is failed early,
+    # (not the Totem paper's: a member of the last ring silent in Gather is failed early,
     # join_silence_const; off by default)
     (GA, Ev.SILENCE_TIMEOUT): Transition("silence_timeout", (GA, CO)),
     # Commit: the commit token's two rotations.
@@ -84,7 +84,7 @@ TRANSITIONS: dict[tuple[State, Ev], Transition[State]] = {
     (RE, Ev.TOKEN_LOSS): Transition("token_loss", (GA,)),
     (RE, Ev.TOKEN_RETRANSMIT): Transition("token_retransmit", (RE,)),
     (RE, Ev.TOKEN_ACK): Transition("token_ack", (RE,)),
-    # (the seed states failure to receive for any rotating token; a corrupted token whose
+    # (the Totem paper states failure to receive for any rotating token; a corrupted token whose
     # seq names frames nobody sent held a ring in Recovery for good without it)
     (RE, Ev.FAIL_TO_RECV): Transition("fail_to_recv", (GA,)),
 }

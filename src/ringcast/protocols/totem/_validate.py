@@ -3,7 +3,7 @@
 A node never trusts a packet: the machine calls the check of a message's type first and,
 if it names a problem, drops the message with a ``drop`` trace row (``reason="invalid
 <Type>: <problem>"``) and leaves its state unchanged. The checks are named after the
-seed's fields (seed 002, "Token Fields" and "Membership Protocol - Data Structures"):
+seed's fields (the Totem paper, "Token Fields" and "Membership Protocol - Data Structures"):
 
 - every sequence number (``seq``, ``aru``, ``token_seq``, ``ring_id.seq``, ``my_aru``,
   ``high_delivered``, ``high_seq``, ``rec_seq``, ``ring_seq``) is an integer in
@@ -11,7 +11,7 @@ seed's fields (seed 002, "Token Fields" and "Membership Protocol - Data Structur
   ``high_delivered <= my_aru <= high_seq`` in a commit token's entry;
 - every node id (``rep``, ``sender``, ``aru_id``, ``retrans_id``, members) is a valid
   node id (:func:`ringcast.core.ids.check_node_id`), ``aru_id``/``retrans_id`` may be
-  empty (the seed's null);
+  empty (the Totem paper's null);
 - every list is bounded and without duplicates: ``rtr`` (at most ``RTR_MAX`` seqs in
   ``[1, seq]``), ``proc_set`` / ``fail_set`` (at most ``MAX_NODES``, ``fail_set`` within
   ``proc_set``, the sender in ``proc_set``), ``memb_list`` (1 to ``MAX_NODES`` members),
@@ -173,7 +173,7 @@ def recovery_frame(m: object, *, my_aru: int | None, window_size: int) -> str | 
 def token(
     t: object, *, my_aru: int | None, window_size: int, members: tuple[str, ...] | None = None
 ) -> str | None:
-    """The regular token (seed 002, "Token Fields"). ``members``: the ring's members when
+    """The regular token (the Totem paper, "Token Fields"). ``members``: the ring's members when
     the token is of this node's ring; its ``aru_id`` and ``retrans_id`` must then be one of
     them or empty (a non-member there is never reset by anyone: the aru, and with it
     safe delivery and flow control, or the end of recovery would wait for ever)."""
@@ -227,7 +227,7 @@ def token(
 
 
 def join(j: object, src: str) -> str | None:
-    """A join message (seed 002, "Gather State"): its sender is the node it came from."""
+    """A join message (the Totem paper, "Gather State"): its sender is the node it came from."""
     if type(j) is not Join:
         return "not a join"
     bad = (
@@ -248,7 +248,7 @@ def join(j: object, src: str) -> str | None:
 
 
 def memb_entry(e: object) -> str | None:
-    """One member's entry on the commit token (seed 001, "Commit")."""
+    """One member's entry on the commit token (the corosync Totem slides, "Commit")."""
     if type(e) is not MembEntry:
         return "entry is not a MembEntry"
     bad = (
@@ -271,7 +271,7 @@ def memb_entry(e: object) -> str | None:
 
 
 def commit_token(ct: object) -> str | None:
-    """The commit token (seed 002, "Commit State")."""
+    """The commit token (the Totem paper, "Commit State")."""
     if type(ct) is not CommitToken:
         return "not a commit token"
     bad = (

@@ -1,4 +1,4 @@
-"""Flow control (seed 002, "Flow Control Mechanism").
+"""Flow control (the Totem paper, "Flow Control Mechanism").
 
 On each visit of the token a node may broadcast at most:
 

@@ -68,7 +68,7 @@ def transitional_view_id(new: RingId, old: RingId) -> str:
 
 
 class TotemMachine:
-    """One node's Totem protocol instance (seed 002; seed 001)."""
+    """One node's Totem protocol instance (the Totem paper; the corosync Totem slides)."""
 
     def __init__(self, ctx: MachineContext, settings: Mapping[str, Any]) -> None:
         self.node_id = ctx.node_id
@@ -107,7 +107,7 @@ class TotemMachine:
         self.plan: RecoveryPlan | None = None
         self.failed_deliver_memb: tuple[str, ...] = ()
         """my_deliver_memb of every recovery of the current old ring this node took part
-        in and did not finish (seed 002, "Failure of Recovery"); its commit token entry
+        in and did not finish (the Totem paper, "Failure of Recovery"); its commit token entry
         carries it, and installing a ring clears it."""
         self.packer = Packer(s["frame_size"])
         self.reasm = Reassembler()
@@ -901,7 +901,7 @@ class TotemMachine:
         out.append(SetTimer(T_TOKEN_LOSS, self.token_timeout))
 
     def _install(self, out: Out) -> None:
-        """Recovery steps 2-6, atomically (seed 002, "Recovery Protocol - Six Steps")."""
+        """Recovery steps 2-6, atomically (the Totem paper, "Recovery Protocol - Six Steps")."""
         plan = self.plan
         assert plan is not None and self.new_log is not None
         before, after = old_ring_deliveries(self.log, plan.high_ring_delivered, plan.deliver_memb)

@@ -1,11 +1,11 @@
-"""The membership protocol's bookkeeping (seed 002, "Membership Protocol", "Gather State").
+"""The membership protocol's bookkeeping (the Totem paper, "Membership Protocol", "Gather State").
 
 :class:`Gatherer` keeps ``my_proc_set``, ``my_fail_set`` and who agrees with them
 (consensus). A join from another node is merged in: its proc_set and fail_set are added to
 this node's sets; if they changed, the previous consensus is abandoned and a new join is
 broadcast. Consensus is reached when every node of ``my_proc_set - my_fail_set`` sent a join
 with exactly this node's sets; the representative (the smallest id) then builds the commit
-token, whose ring_id.seq is the largest ring seq known plus 4 (seed 001).
+token, whose ring_id.seq is the largest ring seq known plus 4 (the corosync Totem slides).
 
 Fail sets are scoped to a membership round ("fail-set camps" in
 docs/protocols/totem.md). A round is named by the largest ring seq its members know
@@ -23,7 +23,7 @@ from __future__ import annotations
 from ringcast.protocols.totem._messages import CommitToken, Join, MembEntry, RingId
 
 RING_SEQ_STEP = 4
-"""The new ring_id.seq is the largest old or proposed seq plus 4 (seed 001)."""
+"""The new ring_id.seq is the largest old or proposed seq plus 4 (the corosync Totem slides)."""
 
 
 class Gatherer:

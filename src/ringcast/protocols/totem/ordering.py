@@ -1,9 +1,10 @@
-"""The total ordering protocol (seed 002, "Total Ordering Protocol"; seed 001, "Пример").
+"""The total ordering protocol (the Totem paper, "Total Ordering Protocol"; the corosync
+Totem slides, "Пример").
 
 A :class:`RingLog` holds one ring's frames at one node: ``my_aru`` (every frame up to it is
 here), ``high_seq`` (the highest seen), ``delivered`` (this node's high-water mark of
 delivery) and ``safe_upto`` (frames up to it are known to be held by every member: the
-token's aru covered them on two successive visits). It also applies the seed's aru / aru_id
+token's aru covered them on two successive visits). It also applies the Totem paper's aru / aru_id
 rules and builds the rtr list. Per frame the work is O(1): a dict insert and, when the frame
 fills the gap at ``my_aru``, advancing ``my_aru`` over the frames already held.
 """
@@ -72,7 +73,7 @@ class RingLog:
     def update_aru(
         self, aru: int, aru_id: str, seq_before: int, seq: int, me: str
     ) -> tuple[int, str]:
-        """The seed's aru / aru_id rules, applied after this node broadcast up to ``seq``.
+        """The Totem paper's aru / aru_id rules, applied after this node broadcast up to ``seq``.
 
         - my_aru below the token's aru: lower aru to my_aru and set aru_id to this node;
         - aru_id is this node (nobody lowered it during the rotation): set aru to my_aru;

@@ -1,4 +1,5 @@
-"""The recovery protocol (seed 002, "Recovery Protocol"; seed 001, "Протокол Восстановления").
+"""The recovery protocol (the Totem paper, "Recovery Protocol"; the corosync Totem slides,
+"Протокол Восстановления").
 
 The six steps:
 
@@ -48,7 +49,7 @@ def make_plan(ct: CommitToken, old: RingLog) -> RecoveryPlan:
     ``ct`` has passed :func:`._validate.second_rotation`, so it carries this node's own
     entry for ``old`` and ``mine`` is never empty."""
     mine = [e for e in ct.entries if e.ring_id == old.ring_id]
-    # Seed 002, "Failure of Recovery": a member that took part in an earlier recovery of
+    # The Totem paper, "Failure of Recovery": a member that took part in an earlier recovery of
     # this old ring and did not install its ring may be the only one left of a
     # transitional configuration in which another member delivered frames past a gap
     # (safe ones among them). Every member of the new transitional configuration

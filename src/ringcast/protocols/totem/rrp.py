@@ -1,4 +1,4 @@
-"""Totem's redundant ring: one single ring over several networks (seed 001, the
+"""Totem's redundant ring: one single ring over several networks (the corosync Totem slides, the
 redundant ring slides; Koch, Moser, Melliar-Smith, "The Totem Redundant Ring Protocol";
 ``docs/protocols/totem-rrp.md``).
 
@@ -114,33 +114,33 @@ class RrpSettings:
     )
 
     def __init__(self, settings: dict[str, Any], networks: int):
-        mode = settings.get("rrp_mode", "none")
+        mode = settings["rrp_mode"]
         if mode not in MODES:
             raise ValueError(f"settings.rrp_mode: {mode!r} is not one of {', '.join(MODES)}")
         self.mode: str = mode
-        self.copies: int = settings.get("rrp_copies", 2)
+        self.copies: int = settings["rrp_copies"]
         if mode == "active_passive" and not 1 < self.copies < networks:
             raise ValueError(
                 f"settings.rrp_copies: active_passive needs 1 < rrp_copies < networks, "
                 f"got rrp_copies = {self.copies} with {networks} networks"
             )
         # 0: the single ring's token retransmission timeout (corosync's default)
-        self.token_expired: int = settings.get("rrp_token_expired_timeout", 0) or settings.get(
-            "token_retransmit_timeout", 47_000_000
+        self.token_expired: int = (
+            settings["rrp_token_expired_timeout"] or settings["token_retransmit_timeout"]
         )
-        self.problem_timeout: int = settings.get("rrp_problem_count_timeout", 2_000_000_000)
-        self.threshold: int = settings.get("rrp_problem_count_threshold", 10)
-        self.mcast_threshold: int = settings.get("rrp_problem_count_mcast_threshold", 100)
-        self.autorecovery: int = settings.get("rrp_autorecovery_check_timeout", 1_000_000_000)
-        self.flap_window: int = settings.get("rrp_flap_window", 10_000_000_000)
-        self.readmit_probes: int = settings.get("rrp_readmit_probes", 10)
-        self.silence: int = settings.get("rrp_silence_timeout", 250_000_000)
+        self.problem_timeout: int = settings["rrp_problem_count_timeout"]
+        self.threshold: int = settings["rrp_problem_count_threshold"]
+        self.mcast_threshold: int = settings["rrp_problem_count_mcast_threshold"]
+        self.autorecovery: int = settings["rrp_autorecovery_check_timeout"]
+        self.flap_window: int = settings["rrp_flap_window"]
+        self.readmit_probes: int = settings["rrp_readmit_probes"]
+        self.silence: int = settings["rrp_silence_timeout"]
         # Passive styles: tokens in a row with none on a network, to be faulty. The
         # predecessor's round robin puts a token on every healthy network within
         # N - K + 1 tokens (K = 1 in passive), so one turn is the longest healthy gap.
         k = 1 if mode == "passive" else self.copies
         turn = max(networks - k + 1, 1)
-        self.token_window: int = settings.get("rrp_token_turns", 1) * turn
+        self.token_window: int = settings["rrp_token_turns"] * turn
 
 
 class _Dedup:

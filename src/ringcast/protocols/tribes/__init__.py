@@ -1,5 +1,5 @@
 """``tribes``: Apache Tomcat Tribes' auto-merging, non-blocking coordinator election
-(seed 003, ``NonBlockingCoordinator``), complete.
+(Tomcat's ``NonBlockingCoordinator``), complete.
 
 Every member announces itself periodically (McastService's heartbeat, with its priority
 and start time) and is dropped after ``member_drop_time`` without one, so a member's

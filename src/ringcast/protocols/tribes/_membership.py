@@ -1,4 +1,4 @@
-"""Tribes' membership: who a node believes is alive (``membership`` in the seed).
+"""Tribes' membership: who a node believes is alive (``membership`` in Tomcat's source).
 
 McastService announces every member periodically (:class:`~._messages.MemberBeacon`,
 carrying its priority, start time and incarnation) and drops a member after

@@ -1,4 +1,4 @@
-"""The wire messages of ``tribes`` (type ids 0x0300-0x03FF), under the seed's names.
+"""The wire messages of ``tribes`` (type ids 0x0300-0x03FF), under Tomcat's names.
 
 * :class:`MemberBeacon`: Tribes' McastService heartbeat, multicast every
   ``heartbeat_interval``: "I am alive", with the member's priority, start time and

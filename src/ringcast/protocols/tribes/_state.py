@@ -1,6 +1,6 @@
-"""The election as an explicit transition table (seed 003, ``NonBlockingCoordinator``).
+"""The election as an explicit transition table (Tomcat's ``NonBlockingCoordinator``).
 
-The seed's author wished for a state machine ("One day I will document this
+Tomcat's author wished for a state machine ("One day I will document this
 algorithm though. Maybe I'll do a state diagram"); this is it. States:
 
 * ``starting``: ``start()`` has not completed; members are collected from beacons, and a
@@ -13,7 +13,7 @@ algorithm though. Maybe I'll do a state diagram"); this is it. States:
   the same timeout restarts a token that never came back;
 * ``stopped``: after ``stop()``.
 
-Events and actions carry the seed's method names. :data:`TABLE` is a
+Events and actions carry Tomcat's method names. :data:`TABLE` is a
 :class:`ringcast.core.fsm.TransitionTable`; :mod:`.machine` dispatches on it and checks
 every step; ``docs/protocols/tribes.md`` embeds its rendering.
 """

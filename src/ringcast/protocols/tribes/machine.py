@@ -1,4 +1,4 @@
-"""The ``NonBlockingCoordinator`` of one node (seed 003), complete.
+"""The ``NonBlockingCoordinator`` of one node (Tomcat's), complete.
 
 :class:`TribesMachine` keeps the seed's fields (``view``, ``viewId``, ``suggestedView``,
 ``suggestedviewId``, ``membership``, ``waitForCoordMsgTimeout``) and methods

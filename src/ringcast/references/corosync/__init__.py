@@ -47,21 +47,37 @@ from ringcast.references.install import (
     cache_dir,
     reference_spec,
 )
+from ringcast.references.live import Member, Setup
 from ringcast.references.recording import Recording
+from ringcast.sim.scenario import Scenario
 
-__all__ = ["NAME", "SPEC", "CpgRecording", "ReferenceUnavailable", "build", "corosync_conf"]
+__all__ = [
+    "MEMBER",
+    "NAME",
+    "SPEC",
+    "CpgRecording",
+    "ReferenceUnavailable",
+    "build",
+    "corosync_conf",
+]
 
 NAME = "corosync"
 SOURCE = Path(__file__).with_name("cpg_recorder.c")
 
 
+TOKEN_NS = 1_000_000_000
+"""corosync's default token timeout: the failure-detection timeout convergence is
+bounded in (a live run of a Totem scenario gives corosync Totem's, shorter)."""
+
+
 SPEC = reference_spec(
     NAME,
     "corosync's closed process groups (CPG), recorded by ringcast's CPG client",
-    {"total_order", "integrity", "fifo", "virtual_synchrony"},
+    {"total_order", "integrity", "fifo", "virtual_synchrony", "view_agreement", "convergence"},
     order_scope="view",
     total_orders=("agreed",),
     converge_on="members",
+    timeout=lambda settings: TOKEN_NS,
 )
 """What the lab holds corosync's traces to (looked up by ``protocol = "corosync"``)."""
 
@@ -169,3 +185,61 @@ class CpgRecording(Recording):
             self.view(at, f"{self.ring}:{'+'.join(str(m) for m in sorted(ids))}", names)
         if k != "ring":
             super().event(k, t, ev)
+
+
+def live_settings(sc: Scenario) -> dict[str, Any]:
+    """corosync's settings for a live run of ``sc``: Totem's token and consensus timeouts
+    when the scenario is Totem's (the same failure timeouts on both sides: the token
+    timeout in force, as ringcast's Totem computes it with ``token_per_member``), else
+    corosync's own defaults (token 1,000 ms, consensus 1.2 times it); unicast (udpu)."""
+    if sc.protocol != "totem":
+        return {"transport": "udpu", "token_ms": 1000, "consensus_ms": 1200}
+    s = sc.settings
+    token = max(int(s["token_timeout"]), int(s["token_per_member"]) * len(sc.all_nodes))
+    return {
+        "transport": "udpu",
+        "token_ms": max(1, round(token / 1e6)),
+        "consensus_ms": max(1, round(int(s["consensus_timeout"]) / 1e6)),
+    }
+
+
+def _prepare(work: Path, setup: Setup) -> None:
+    nodes = [(n, setup.node_id(n), address) for n, address in setup.nodes.items()]
+    s = setup.settings
+    (work / "corosync.conf").write_text(
+        corosync_conf(
+            cluster="ringcast",
+            nodes=nodes,
+            transport=s["transport"],
+            token_ms=s["token_ms"],
+            consensus_ms=s["consensus_ms"],
+        )
+    )
+
+
+def daemon_command(conf: Path, state: Path) -> list[str]:
+    """corosync in the foreground with ``/run`` and ``/var/lib/corosync`` bound under
+    ``state`` (in the mount namespace ``ip netns exec`` gives the node: one corosync a
+    node, its ring id kept across restarts)."""
+    for sub in ("run", "lib"):
+        (state / sub).mkdir(parents=True, exist_ok=True)
+    script = (
+        f"mount --bind '{state}/run' /run && mkdir -p /var/lib/corosync && "
+        f"mount --bind '{state}/lib' /var/lib/corosync && exec corosync -f -c '{conf}'"
+    )
+    return ["sh", "-c", script]
+
+
+MEMBER = Member(
+    module=__name__,
+    settings=live_settings,
+    prepare=_prepare,
+    arguments=lambda node, setup: [
+        "--nodes",
+        ",".join(f"{setup.node_id(n)}={n}" for n in setup.nodes),
+    ],
+    daemon=lambda node, setup, state: daemon_command(
+        Path(setup.trace_dir).parent / "corosync.conf", state
+    ),
+)
+"""corosync as a live run's member: its daemon, then the CPG recorder."""

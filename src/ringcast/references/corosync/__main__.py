@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         return fail(str(e))
     cmd = [str(exe), "--name", args.name, "--group", args.group, "--rate", str(args.rate)]
     cmd += ["--size", str(args.size), "--count", str(args.count), "--seconds", str(args.seconds)]
+    cmd += ["--from-ns", str(args.from_ns)]
     return run(
         args,
         NAME,
@@ -40,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         lambda add, on_view, on_delivered: CpgRecording(
             add, names, on_view=on_view, on_delivered=on_delivered
         ),
+        first=lambda k: ["--first", str(k)],
     )
 
 

@@ -16,6 +16,11 @@
  * The message id travels in the payload (NUL-terminated, then padding to --size).
  *
  *   cpg_recorder --name n1 [--group G] [--rate R] [--size S] [--count N] [--seconds S]
+ *                [--from-ns T] [--first K]
+ *
+ * It sends from the CLOCK_MONOTONIC instant --from-ns (at once if 0 or past) for
+ * --seconds, and stays in the group after that until SIGTERM or SIGINT. Its messages are
+ * numbered from --first (1 by default; a restarted member starts past its last life's).
  */
 #include <corosync/cpg.h>
 #include <errno.h>
@@ -80,6 +85,7 @@ int main(int argc, char **argv) {
     const char *group = "ringcast";
     double rate = 0, seconds = 3600;
     long size = 100, count = -1;
+    uint64_t from = 0;
     for (int k = 1; k + 1 < argc; k += 2) {
         if (!strcmp(argv[k], "--name")) name = argv[k + 1];
         else if (!strcmp(argv[k], "--group")) group = argv[k + 1];
@@ -87,6 +93,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[k], "--size")) size = atol(argv[k + 1]);
         else if (!strcmp(argv[k], "--count")) count = atol(argv[k + 1]);
         else if (!strcmp(argv[k], "--seconds")) seconds = atof(argv[k + 1]);
+        else if (!strcmp(argv[k], "--from-ns")) from = strtoull(argv[k + 1], NULL, 10);
+        else if (!strcmp(argv[k], "--first")) counter = strtoul(argv[k + 1], NULL, 10) - 1;
         else { fprintf(stderr, "cpg_recorder: unknown option %s\n", argv[k]); return 2; }
     }
     if (size < 64) size = 64;
@@ -129,13 +137,15 @@ int main(int argc, char **argv) {
     int fd;
     cpg_fd_get(handle, &fd);
     char *payload = calloc(1, (size_t)size);
-    uint64_t start = now_ns(), end = start + (uint64_t)(seconds * 1e9);
+    uint64_t start = now_ns();
+    if (from > start) start = from;
+    uint64_t end = start + (uint64_t)(seconds * 1e9);
     uint64_t next = start;
     uint64_t period = rate > 0 ? (uint64_t)(1e9 / rate) : 0;
-    const char *why = "time";
+    const char *why = "stopped";
     while (!stopping) {
         uint64_t t = now_ns();
-        if (t >= end) break;
+        if (t >= end) count = 0;  /* the workload is over: stay a member until told */
         int wait_ms = 100;
         if (count != 0 && t >= next) {
             snprintf(payload, 64, "%s:%lu", name, counter + 1);
@@ -169,12 +179,12 @@ int main(int argc, char **argv) {
             }
         }
     }
-    if (stopping) why = "stopped";
     printf("{\"k\":\"end\",\"t\":%llu,\"why\":\"%s\"}\n", (unsigned long long)now_ns(), why);
     if (stopping) {
         cpg_leave(handle, &g);
         cpg_finalize(handle);
     }
+    fflush(stdout);
     free(payload);
     return 0;
 }

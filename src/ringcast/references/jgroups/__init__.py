@@ -21,20 +21,35 @@ from pathlib import Path
 
 from ringcast.references import java
 from ringcast.references.install import ReferenceUnavailable, reference_spec
+from ringcast.references.live import Member
 
-__all__ = ["JARS", "NAME", "SPEC", "ReferenceUnavailable", "build"]
+__all__ = [
+    "JARS",
+    "MEMBER",
+    "NAME",
+    "SPEC",
+    "ReferenceUnavailable",
+    "build",
+]
 
 NAME = "jgroups"
 SOURCE = Path(__file__).with_name("JGroupsRecorder.java")
 JARS = ("/usr/share/java/jgroups.jar",)
 
 
+FD_TIMEOUT_NS = 3_000_000_000
+"""The FD protocol's timeout in JGroups 2.12's default stack (``udp.xml``): the
+failure-detection timeout convergence is bounded in (FD_SOCK sees a killed member's
+socket close sooner)."""
+
+
 SPEC = reference_spec(
     NAME,
     "JGroups 2.12 on its default UDP stack, recorded by ringcast's JGroups member",
-    {"view_agreement", "leader_agreement", "integrity", "fifo"},
+    {"view_agreement", "leader_agreement", "integrity", "fifo", "convergence"},
     total_orders=(),
     converge_on="members",
+    timeout=lambda settings: FD_TIMEOUT_NS,
 )
 """What the lab holds JGroups' traces to (looked up by ``protocol = "jgroups"``)."""
 
@@ -42,3 +57,11 @@ SPEC = reference_spec(
 def build() -> list[str]:
     """The ``java`` command line that runs the recorder (compiled at first use)."""
     return java.build(SOURCE, "JGroupsRecorder", JARS, "libjgroups-java", "JGroups")
+
+
+MEMBER = Member(
+    module=__name__,
+    arguments=lambda node, setup: ["--address", setup.nodes[node]],
+    multicast_route=True,
+)
+"""JGroups as a live run's member: its recorder, membership by IP multicast."""

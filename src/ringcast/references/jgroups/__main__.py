@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     except ReferenceUnavailable as e:
         return fail(str(e))
     cmd = [java[0], f"-Djgroups.bind_addr={args.address}", *java[1:]]
-    cmd += [args.name, str(args.rate), str(args.size), str(args.seconds)]
+    cmd += [args.name, str(args.rate), str(args.size), str(args.seconds), str(args.from_ns)]
     return record(args, NAME, cmd, "fifo")
 
 

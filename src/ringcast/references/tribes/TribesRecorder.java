@@ -14,7 +14,12 @@
  *   {"k":"deliver","t":T,"msg":"n2:3","size":100}
  *   {"k":"end","t":T,"why":"..."}
  *
- *   TribesRecorder NAME ADDRESS PORT RATE SIZE SECONDS
+ *   TribesRecorder NAME ADDRESS PORT RATE SIZE SECONDS [FROM_NS [FIRST]]
+ *
+ * It sends from the System.nanoTime() instant FROM_NS (at once if 0 or past) for
+ * SECONDS, and stays in the group after that until stopped (SIGTERM or SIGINT). Its
+ * messages are numbered from FIRST (1 by default; a restarted member starts past its
+ * last life's).
  */
 import java.io.Serializable;
 import java.util.ArrayList;
@@ -72,6 +77,8 @@ public class TribesRecorder {
                 + members + "],\"coordinator\":\"" + name(c.getCoordinator()) + "\"}");
     }
 
+    static final long CLOSE_MS = 5000;
+
     public static void main(String[] args) throws Exception {
         String me = args[0];
         String address = args[1];
@@ -79,6 +86,7 @@ public class TribesRecorder {
         double rate = Double.parseDouble(args[3]);
         int size = Math.max(64, Integer.parseInt(args[4]));
         double seconds = Double.parseDouble(args[5]);
+        long from = args.length > 6 ? Long.parseLong(args[6]) : 0;
 
         GroupChannel channel = new GroupChannel();
         McastService membership = (McastService) channel.getMembershipService();
@@ -106,9 +114,19 @@ public class TribesRecorder {
         });
         Thread stopper = new Thread(() -> {
             out("{\"k\":\"end\",\"t\":" + System.nanoTime() + ",\"why\":\"stopped\"}");
+            // leave the group, but not for longer than CLOSE_MS: stopping either way
+            Thread closer = new Thread(() -> {
+                try {
+                    channel.stop(Channel.DEFAULT);
+                } catch (Exception e) {
+                    // stopping anyway
+                }
+            });
+            closer.setDaemon(true);
+            closer.start();
             try {
-                channel.stop(Channel.DEFAULT);
-            } catch (Exception e) {
+                closer.join(CLOSE_MS);
+            } catch (InterruptedException e) {
                 // stopping anyway
             }
         });
@@ -117,16 +135,16 @@ public class TribesRecorder {
 
         StringBuilder pad = new StringBuilder();
         while (pad.length() < size) pad.append('.');
-        long start = System.nanoTime();
+        long start = Math.max(System.nanoTime(), from);
         long end = start + (long) (seconds * 1e9);
         long period = rate > 0 ? (long) (1e9 / rate) : 0;
         long next = start;
-        long counter = 0;
-        while (System.nanoTime() < end) {
+        long counter = args.length > 7 ? Long.parseLong(args[7]) - 1 : 0;
+        while (true) {  // the workload, then a member until stopped (its shutdown hook)
             check(coordinator);
             long now = System.nanoTime();
             Member[] others = channel.getMembers();
-            if (now >= next && others.length > 0) {
+            if (now >= next && now < end && others.length > 0) {
                 // every message a new id, sent or not: a send that fails for one member
                 // (gone) may still have reached the others
                 counter++;
@@ -142,9 +160,8 @@ public class TribesRecorder {
                 }
                 next = period > 0 ? Math.max(next + period, now - period) : now;
             }
-            long wait = Math.min(10_000_000L, Math.max(0, next - System.nanoTime()));
+            long wait = Math.min(10_000_000L, Math.max(0, (now >= end ? now + 10_000_000L : next) - System.nanoTime()));
             Thread.sleep(wait / 1_000_000L, (int) (wait % 1_000_000L));
         }
-        System.exit(0);
     }
 }

@@ -28,19 +28,34 @@ from pathlib import Path
 
 from ringcast.references import java
 from ringcast.references.install import ReferenceUnavailable, reference_spec
+from ringcast.references.live import Member
 
-__all__ = ["JARS", "NAME", "SPEC", "ReferenceUnavailable", "build"]
+__all__ = [
+    "JARS",
+    "MEMBER",
+    "NAME",
+    "SPEC",
+    "ReferenceUnavailable",
+    "build",
+]
 
 NAME = "tomcat-tribes"
 SOURCE = Path(__file__).with_name("TribesRecorder.java")
 JARS = ("/usr/share/java/tomcat10-tribes.jar", "/usr/share/java/tomcat10-juli.jar")
 
 
+MEMBER_DROP_TIME_NS = 3_000_000_000
+"""``McastService``'s default member drop time: the failure-detection timeout
+convergence is bounded in (the TcpFailureDetector sees a killed member's connections
+close sooner)."""
+
+
 SPEC = reference_spec(
     NAME,
     "Apache Tomcat Tribes' NonBlockingCoordinator, recorded by ringcast's Tribes member",
-    {"leader_agreement", "view_agreement", "integrity"},
+    {"leader_agreement", "view_agreement", "integrity", "convergence"},
     converge_on="members",
+    timeout=lambda settings: MEMBER_DROP_TIME_NS,
 )
 """What the lab holds Tribes' traces to (looked up by ``protocol = "tomcat-tribes"``)."""
 
@@ -48,3 +63,11 @@ SPEC = reference_spec(
 def build() -> list[str]:
     """The ``java`` command line that runs the recorder (compiled at first use)."""
     return java.build(SOURCE, "TribesRecorder", JARS, "libtomcat10-java", "Tomcat Tribes")
+
+
+MEMBER = Member(
+    module=__name__,
+    arguments=lambda node, setup: ["--address", setup.nodes[node], "--port", "4000"],
+    multicast_route=True,
+)
+"""Tribes as a live run's member: its recorder, membership by IP multicast."""

@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     except ReferenceUnavailable as e:
         return fail(str(e))
     cmd = [*java, args.name, args.address, str(args.port), str(args.rate), str(args.size)]
-    cmd.append(str(args.seconds))
+    cmd += [str(args.seconds), str(args.from_ns)]
     return record(args, NAME, cmd, "fifo")
 
 
