@@ -89,6 +89,9 @@ def test_run_on_a_tiny_sweep_writes_everything(
     printed = capsys.readouterr().out
     assert "lab run: 1 runs" in printed and f"report: {out / 'report.html'}" in printed
     assert "runs checked" in printed  # the check table
+    (phases,) = [line for line in printed.splitlines() if line.startswith("phases: ")]
+    for phase in ("spark start", "sweep", "check", "metrics", "report", "other"):
+        assert f"{phase} " in phases, phases
     if not check["ok"]:
         assert "VIOLATED: " in printed
 

@@ -1,9 +1,10 @@
 """total_order at scale with crashes: 100 members, each crashing at a different point,
-so that no node delivers every message. The exact check first tests each scope's
-precedence graph for a cycle (one topological sort, linear in the deliveries) and forms
-pairs of nodes only where there is one: a correct run of 100 members touches no pair
-(it once formed about 5,000 pairs a message), and a swapped pair of deliveries at one
-node is still found, between the nodes that disagree."""
+so that no node delivers every message. The exact check first finds each scope's
+precedence graph's cycles (topological sorts, linear in the deliveries) and forms pairs
+only on their messages, between one node of each class of nodes that delivered them
+alike: a correct run of 100 members touches no pair (it once formed about 5,000 pairs a
+message), and a swapped pair of deliveries at one node is still found, between the
+nodes that disagree."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from lab_traces import _row, renumber, to_table
 
 from ringcast.lab.checks import run_checks, total_order
 from ringcast.lab.checks.runner import HOLDS, VIOLATED
-from ringcast.lab.checks.total_order import acyclic_scopes, pairwise
+from ringcast.lab.checks.total_order import cyclic_core, pairwise
 
 MEMBERS = [f"n{k:03d}" for k in range(100)]
 MESSAGES = 200
@@ -69,19 +70,23 @@ def _swap(rows: list[dict[str, Any]], node: str, a: int, b: int) -> list[dict[st
     return rows
 
 
-def test_a_correct_run_without_a_complete_node_forms_no_pair(spark: Any) -> None:
+def test_a_correct_run_without_a_complete_node_has_no_core(spark: Any) -> None:
     rows = crashing_run("ok")
-    scopes = acyclic_scopes(_first(spark, rows)).collect()
-    assert [(r["run"], r["acyclic"]) for r in scopes] == [("ok", True)]
+    assert cyclic_core(_first(spark, rows)).collect() == []
+    # n042 delivers messages 1..190 but 93; its 11th and 21st deliveries swapped: the
+    # messages it delivered from the one to the other are on a cycle, nothing else
     swapped = _swap(crashing_run("bad"), "n042", 10, 20)
-    scopes = acyclic_scopes(_first(spark, swapped)).collect()
-    assert [(r["run"], r["acyclic"]) for r in scopes] == [("bad", False)]
+    core = cyclic_core(_first(spark, swapped)).collect()
+    assert {r["run"] for r in core} == {"bad"}
+    assert sorted(int(r["msg"].split(":")[1]) for r in core) == list(range(11, 22))
 
 
 def test_the_exact_check_forms_pairs_only_for_a_run_whose_order_has_a_cycle(
     spark: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The deliveries handed to the pair stage: none of the correct run's."""
+    """The deliveries handed to the pair stage: none of the correct run's, and of the
+    broken run's only its core (11 messages) at one node of each class: n042, and one
+    of the 99 others, which delivered them alike."""
     handed: list[Any] = []
 
     def recording(first: Any) -> Any:
@@ -94,7 +99,7 @@ def test_the_exact_check_forms_pairs_only_for_a_run_whose_order_has_a_cycle(
     (first,) = handed
     by_run = {r["run"]: r["count"] for r in first.groupBy("run").count().collect()}
     assert "ok" not in by_run
-    assert by_run["bad"] > 0
+    assert by_run["bad"] == 2 * 11
 
 
 def test_the_exact_check_holds_and_finds_a_swap_among_100_crashing_members(spark: Any) -> None:

@@ -350,6 +350,16 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     return 0
 
 
+def _phase_times(spark_s: float, sweep_s: float, times: dict[str, float], wall: float) -> str:
+    """One line: the wall time of each phase of ``lab run``, in the order they ran, and
+    what is left of the total (reading the sweep file, the table printed)."""
+    phases = [("spark start", spark_s), ("sweep", sweep_s)]
+    phases += [(k, times[k]) for k in ("check", "metrics", "report") if k in times]
+    rest = wall - sum(v for _, v in phases)
+    cells = [f"{k} {v:.1f} s" for k, v in phases] + [f"other {max(rest, 0.0):.1f} s"]
+    return f"phases: {', '.join(cells)}; total {wall:.1f} s"
+
+
 def _summary_line(doc: dict[str, Any]) -> tuple[list[str], list[str], list[str], list[str]]:
     """(held, violated, violated as expected, not applicable) property names of a
     ``check.json`` document."""
@@ -371,7 +381,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     out: Path = args.out
     overrides = _claims(args)
     sweep = _load_sweep(args, args.sweep, out)  # every input checked before Spark starts
+    t_spark = time.perf_counter()
     spark = _spark(args)  # one session for sweep, check, metrics and report
+    t_spark = time.perf_counter() - t_spark
     summary = _sweep(args, sweep, out, spark=spark)
     bar = None if args.quiet else _phases_bar()
     doc, report, times = run_pipeline(
@@ -393,6 +405,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"sweep {summary['wall_s']:.0f} s, check {times['check']:.0f} s, "
         f"metrics {times['metrics']:.0f} s, total {wall:.0f} s"
     )
+    print(_phase_times(t_spark, summary["wall_s"], times, wall))
     if bad:
         print(f"VIOLATED: {', '.join(bad)} (counterexamples in the report)")
     _print_expected(doc)

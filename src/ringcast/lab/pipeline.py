@@ -233,6 +233,8 @@ def _pipeline(
     write_json(out / METRICS_FILE, metrics_paths(spark, [out]))
     times["metrics"] = time.perf_counter() - t0
     step(0.95, "writing the report")
+    t0 = time.perf_counter()
     report = report_dir(lambda: spark, out, out / REPORT_FILE)
+    times["report"] = time.perf_counter() - t0
     step(1.0, "done")
     return doc, report, times

@@ -8,8 +8,11 @@ annotated per node, in event order ``i``:
 * ``action``: a fault's ``detail.action``; ``reset``: the node lost its state
   (crash, restart, join or leave), which ends its configuration, lock and token;
 * ``cur``: the configuration the node is in at this row (the last ``view`` row,
-  regular or transitional, since the last reset): ``view``, ``members``,
-  ``transitional`` and ``vt`` (when it was installed), or null;
+  regular or transitional, since the last reset): ``view``, ``transitional``, ``vt``
+  (when it was installed) and ``vi`` (the install's event index ``i``, which names its
+  member list among the ``view`` rows), or null. The member list itself stays in the
+  ``view`` row: copied into every later row of the node it would make the annotated
+  rows grow with deliveries times members;
 * ``prev_reg`` / ``next_reg``: the regular configuration installed before / after
   this row (null across a reset).
 """
@@ -244,9 +247,9 @@ class CheckContext:
             F.struct(
                 F.col("reset").alias("reset"),
                 F.col("view").alias("view"),
-                F.col("members").alias("members"),
                 F.col("transitional").alias("transitional"),
                 F.col("t").alias("vt"),
+                F.col("i").alias("vi"),
             ),
         )
         rstruct = F.when(
@@ -291,9 +294,9 @@ class CheckContext:
                 "msg",
                 "order",
                 "view",
-                F.when(
-                    F.col("cur").isNotNull(), F.struct("cur.view", "cur.members", "cur.vt")
-                ).alias("cur"),
+                F.when(F.col("cur").isNotNull(), F.struct("cur.view", "cur.vt", "cur.vi")).alias(
+                    "cur"
+                ),
                 "prev_reg",
                 "next_reg",
             )
