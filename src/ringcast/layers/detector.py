@@ -97,7 +97,11 @@ class HeartbeatDetector:
         return [Multicast(Heartbeat(), EVERY_NETWORK), SetTimer(TIMER, self.interval)]
 
     def heard(self, src: NodeId, now: int) -> list[Event]:
-        """A sign of life from ``src``; a peer heard for the first time is announced too."""
+        """A sign of life from ``src``; a peer heard for the first time is announced too.
+        A datagram that names this node as its sender (a forged or reflected one) is no
+        sign of a peer: kept, this node would in time suspect itself."""
+        if src == self.node_id:
+            return []
         first = src not in self.last_heard and src not in self._peers
         self.last_heard[src] = now
         if src in self.suspected or first:

@@ -759,7 +759,8 @@ class GmsMachine:
 
     def _fd_unsuspected(self, src: str, node: str, out: list[Effect]) -> None:
         self.local_suspects.discard(node)
-        self.revived[node] = self.now
+        if node in self.peers:  # a name outside the group's is no member to wait for
+            self.revived[node] = self.now
         self.announced.discard(node)
 
     def _fd_announce(self, out: list[Effect], *, repeat: bool) -> None:
@@ -1192,7 +1193,7 @@ class GmsMachine:
         now = self.now
         wait = False
         seen: dict[str, int] = {}
-        outside = (set(self.peers) | set(self.revived)) - set(view.members) - self.local_suspects
+        outside = set(self.peers) - set(view.members) - self.local_suspects
         for n in sorted(outside - {self.node_id}):
             e = self.info.get(n)
             if e is not None and e[0] >= self.revived.get(n, 0):
