@@ -192,11 +192,7 @@ def open_gate(
         for nid in sorted(waiting):
             code = procs[nid].poll()
             if code is not None:
-                raise RuntimeError(
-                    f"node {nid} exited with {code} at start: "
-                    f"{_last_line(log_dir / f'{nid}.log')} (`ringcast cluster down` stops the "
-                    "others)"
-                )
+                raise _exited(nid, code, log_dir)
             if (gate / f"{nid}.armed").exists():
                 waiting.discard(nid)
         if waiting and time.monotonic() > deadline:
@@ -210,6 +206,14 @@ def open_gate(
     tmp = gate / ".start.tmp"
     tmp.write_text(json.dumps({"start_ns": start_ns}))
     tmp.replace(gate / "start")
+
+
+def _exited(nid: str, code: int, log_dir: Path) -> RuntimeError:
+    """A node that exited while the cluster started, with the last line of its log."""
+    return RuntimeError(
+        f"node {nid} exited with {code} at start: {_last_line(log_dir / f'{nid}.log')} "
+        "(`ringcast cluster down` stops the others)"
+    )
 
 
 def await_ready(
@@ -228,11 +232,7 @@ def await_ready(
         for nid, addr in list(waiting.items()):
             code = procs[nid].poll()
             if code is not None:
-                raise RuntimeError(
-                    f"node {nid} exited with {code} at start: "
-                    f"{_last_line(log_dir / f'{nid}.log')} (`ringcast cluster down` stops the "
-                    "others)"
-                )
+                raise _exited(nid, code, log_dir)
             if addr is None or _listens(addr):
                 del waiting[nid]
         if waiting and time.monotonic() > deadline:
