@@ -6,7 +6,13 @@ the day-to-day subset (``./dev test --quick``, ``pytest -m "not slow and not ran
   (``lab``, ``runtime``, ``live``), the fuzzers, and the longest simulated suites;
 * ``randomized``: the seed sweeps (each family's ``test_randomized.py``, the hostile
   generator's draws in ``test_hostile.py``) and the fuzzers, whose worth is in many
-  random draws.
+  random draws;
+* ``serial``: the folders whose tests start Spark, real node processes, network
+  namespaces, JVMs or a browser, or keep real time (``lab``, ``runtime``, ``live``,
+  ``references``). ``./dev test`` runs every other test first, spread over the machine's
+  cores (pytest-xdist: simulated runs are seeded, so where a test runs changes nothing),
+  and then these one at a time in one process, so that they share one SparkSession and
+  no test's timers compete with another's.
 
 CI runs everything (``./dev test``)."""
 
@@ -33,11 +39,15 @@ SLOW_FOLDERS = ("lab", "runtime", "live", "fuzz")
 SLOW_FILES = ("sim/test_bounded_state.py", "protocols/totem/test_rrp.py")
 """Simulated suites of 30 s and more on a shared 2-core machine."""
 RANDOMIZED_FILES = ("test_randomized.py", "test_hostile.py")
+SERIAL_FOLDERS = ("lab", "runtime", "live", "references")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: left out of the quick subset (./dev test --quick)")
     config.addinivalue_line("markers", "randomized: a sweep of random seeds or inputs")
+    config.addinivalue_line(
+        "markers", "serial: starts Spark or real processes, or keeps real time: one at a time"
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -46,7 +56,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             rel = item.path.relative_to(TESTS).as_posix()
         except ValueError:
             continue
-        if rel.split("/", 1)[0] in SLOW_FOLDERS or rel in SLOW_FILES:
+        folder = rel.split("/", 1)[0]
+        if folder in SLOW_FOLDERS or rel in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
+        if folder in SERIAL_FOLDERS:
+            item.add_marker(pytest.mark.serial)
         if item.path.name in RANDOMIZED_FILES or rel.startswith("fuzz/"):
             item.add_marker(pytest.mark.randomized)
