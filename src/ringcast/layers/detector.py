@@ -18,13 +18,13 @@ that scales with the group").
 
 With ``verify`` (GMS's and basic's ``suspect_verify_timeout``), a silent peer is not
 suspected at once: the detector sends it a direct probe (:class:`AreYouAlive`, on every
-network) and suspects it only if nothing at all is heard from it for ``verify`` more
-nanoseconds, as JGroups' VERIFY_SUSPECT confirms a suspicion before it is acted on. A
-peer answers a probe with a heartbeat sent to the prober alone. A process the scheduler
-kept off the CPU (or that was stopped) answers as soon as it runs again, so a stall
-shorter than the silence plus ``verify`` costs no view change, while a crash is
-suspected ``verify`` later (docs/protocols/gms.md, "Suspicions confirmed before they
-count").
+network, again each heartbeat period) and suspects it only if nothing at all is heard
+from it for ``verify`` more nanoseconds, as JGroups' VERIFY_SUSPECT confirms a
+suspicion before it is acted on. A peer answers a probe with a heartbeat sent to the
+prober alone. A process the scheduler kept off the CPU (or that was stopped) answers as
+soon as it runs again, so a stall shorter than the silence plus ``verify`` costs no view
+change, while a crash is suspected ``verify`` later (docs/protocols/gms.md, "Suspicions
+confirmed before they count").
 """
 
 from __future__ import annotations
@@ -150,7 +150,8 @@ class HeartbeatDetector:
                     self.verifying[peer] = now
                     out.append(Send(peer, AreYouAlive(), network=EVERY_NETWORK))
                     continue
-                if now - probed < self.verify:
+                if now - probed < self.verify:  # again each period: a probe may be lost
+                    out.append(Send(peer, AreYouAlive(), network=EVERY_NETWORK))
                     continue
                 del self.verifying[peer]
             self.suspected.add(peer)
