@@ -11,6 +11,15 @@ kill (1 is right) and whether they ended in one view of the survivors.
     python bench/cluster_steady.py                       # every family, 3 and 5 nodes, 60 s
     python bench/cluster_steady.py --protocols totem --sizes 3 --hold 10 --after 5
     python bench/cluster_steady.py --no-gate --protocols raincore --set rto_max=10ms  # before
+
+With ``--stop MS`` the second node is stopped (SIGSTOP, then SIGCONT) for MS
+milliseconds ``--stops`` times, evenly spread over the quiet stretch: a process the
+scheduler keeps off the CPU, made reproducible. Its peers must not drop it from the view:
+
+    python bench/cluster_steady.py --protocols basic,gms,raincore --sizes 3 --hold 10 \
+        --after 3 --no-burner --stop 300 --stops 5
+    python bench/cluster_steady.py ... --set suspect_verify_timeout=0     # basic, gms before
+    python bench/cluster_steady.py ... --set token_confirmations=0        # raincore before
 """
 
 from __future__ import annotations
@@ -40,7 +49,9 @@ def one(
     after: float,
     burner: bool,
     gate: bool = True,
-    settings: dict[str, str] | None = None,
+    settings: dict[str, object] | None = None,
+    stop_ms: float = 0.0,
+    stops: int = 0,
 ) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="ringcast-steady-") as tmp:
         d = Path(tmp)
@@ -48,7 +59,16 @@ def one(
         try:
             pids = cluster_up(d, nodes=n, protocol=protocol, gate=gate, settings=settings)
             origin = load_config(d / "cluster.toml").origin_ns
-            time.sleep(hold)
+            if stop_ms > 0 and stops > 0:  # the second node off the CPU, now and then
+                gap = hold / (stops + 1)
+                for _ in range(stops):
+                    time.sleep(max(0.0, gap - stop_ms / 1000))
+                    os.kill(pids[node_ids(n)[1]], signal.SIGSTOP)
+                    time.sleep(stop_ms / 1000)
+                    os.kill(pids[node_ids(n)[1]], signal.SIGCONT)
+                time.sleep(gap)
+            else:
+                time.sleep(hold)
             victim = node_ids(n)[-1]
             split = time.time_ns() - origin
             os.kill(pids[victim], signal.SIGKILL)
@@ -73,6 +93,14 @@ def one(
         }
 
 
+def _value(text: str) -> object:
+    """A ``--set`` value as the cluster file would hold it: an integer, true or false,
+    or else the text (a duration such as ``10ms``)."""
+    if text.lstrip("-").isdigit():
+        return int(text)
+    return {"true": True, "false": False}.get(text, text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--protocols", default=",".join(registry.builtin_names()))
@@ -86,6 +114,8 @@ def main() -> None:
     ap.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="a protocol setting"
     )
+    ap.add_argument("--stop", type=float, default=0.0, metavar="MS", help="SIGSTOP n2 this long")
+    ap.add_argument("--stops", type=int, default=5, help="how many times (with --stop)")
     ap.add_argument("--json", type=Path, help="also write the results here")
     a = ap.parse_args()
     results = []
@@ -96,8 +126,18 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for p in a.protocols.split(","):
         for n in map(int, a.sizes.split(",")):
-            settings = dict(kv.split("=", 1) for kv in a.set)
-            r = one(p, n, a.hold, a.after, not a.no_burner, not a.no_gate, settings or None)
+            settings = {k: _value(v) for k, v in (kv.split("=", 1) for kv in a.set)}
+            r = one(
+                p,
+                n,
+                a.hold,
+                a.after,
+                not a.no_burner,
+                not a.no_gate,
+                settings or None,
+                a.stop,
+                a.stops if a.stop > 0 else 0,
+            )
             results.append(r)
             start = " ".join(str(c) for c in r["start"].values())  # type: ignore[attr-defined]
             after = " ".join(str(c) for c in r["after"].values())  # type: ignore[attr-defined]

@@ -18,7 +18,7 @@ import pytest
 from ringcast.cli.main import main
 from ringcast.lab import charts, diagrams
 from ringcast.lab.report import render_report
-from ringcast.lab.spacetime import Highlight, figure, read_run, run_file_name
+from ringcast.lab.spacetime import Highlight, figure, read_run, run_file_name, view_label
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "scenarios" / "basic" / "crash_restart.toml"
@@ -156,6 +156,41 @@ def test_latency_cdfs_are_per_fault_set_on_a_log_axis_and_end_at_one() -> None:
     assert len(axes) == 2 and all(a["type"] == "log" for a in axes)  # none, crash+restart
     titles = {a["text"] for a in fig["layout"]["annotations"]}
     assert titles == {"faults: none", "faults: crash+restart"}
+    # every curve rises from 0 at the floor (a delivery at 0 ms has no place on a log
+    # axis), as the axis title says; ticks are labelled in full ("0.5", "1", "2")
+    assert all(tr["x"][0] == charts.LATENCY_FLOOR_MS and tr["y"][0] == 0 for tr in lines)
+    assert all("below 0.01 drawn at 0.01" in a["title"]["text"] for a in axes)
+    assert all(a["ticktext"] == [f"{v:g}" for v in a["tickvals"]] for a in axes)
+    assert charts.log_ticks(0.3, 30)[1] == ["0.5", "1", "2", "5", "10", "20"]
+    assert charts.log_ticks(0.01, 50)[1] == ["0.01", "0.1", "1", "10"]
+    long = charts.latency_cdf(
+        {
+            **_metrics_doc("r:1"),
+            "latency_histogram": [
+                {
+                    "protocol": "p",
+                    "order": "agreed",
+                    "faults": "crash+partition+heal+restart",
+                    "bucket": 0,
+                    "count": 3,
+                    "scenarios": ["s"],
+                },
+                {
+                    "protocol": "p",
+                    "order": "agreed",
+                    "faults": "crash+partition+heal+restart",
+                    "bucket": 120,
+                    "count": 1,
+                    "scenarios": ["s"],
+                },
+            ],
+        }
+    )
+    assert long is not None
+    (title,) = [a["text"] for a in long["layout"]["annotations"]]
+    assert "<br>" in title  # a long fault set is broken over lines, not run into the next
+    (curve,) = long["data"]
+    assert list(curve["x"][:2]) == [0.01, 0.01] and list(curve["y"][:2]) == [0, 0.75]
     # bucket 125 of 20 a decade ends at 10^6.3 ns = 1.995 ms; 25 of 29 deliveries by then
     first = lines[0]
     k = list(first["x"]).index(pytest.approx(10 ** (126 / 20) / 1e6, rel=1e-3))
@@ -175,6 +210,8 @@ def test_throughput_is_per_scenario_never_averaged_across_scenarios() -> None:
     assert [list(t["y"]) for t in crashy] == [[11.5, 5.5]]
     markers = [t for t in fig["data"] if t["mode"] == "markers"]
     assert sum(len(t["x"]) for t in markers) == 10  # one per run
+    colours = [t["line"]["color"] for t in lines]
+    assert len(set(colours)) == len(colours)  # no two lines share a colour
     hover = markers[0]["customdata"][0]
     assert hover[0] and hover[1] in (1, 2) and "nodes=" in hover[2]  # run, seed, point
     menu = fig["layout"]["updatemenus"][0]["buttons"]
@@ -214,7 +251,9 @@ def test_diagram_of_a_simulated_run(sim_dir: Path) -> None:
     assert fig["layout"]["yaxis"]["ticktext"] == nodes
     views = {(r["view"], tuple(r["members"])) for r in rows if r["kind"] == "view"}
     for vid, members in views:
-        assert any(n.startswith(f"view {vid} {{{','.join(members)}}}") for n in names)
+        assert f"{{{','.join(members)}}} view {vid}" in names
+    # a transitional configuration (Totem's "new/t/old") reads as the rings it joins
+    assert view_label("5:A/t/1:A", ("A",), True) == "{A} transitional, 1:A to 5:A"
     assert "crash" in names and "restart" in names and "crash (span)" in names
     span = next(t for t in fig["data"] if t["name"] == "crash (span)")
     b = nodes.index("B")
@@ -334,6 +373,8 @@ def test_a_diagram_opens_on_its_faults_and_their_aftermath(sim_dir: Path) -> Non
     assert 800 <= x0 < 1000  # the steady state just before the crash shows
     assert 2000 < x1 < 2300  # through the views that follow the restart
     assert "the faults and after" in fig["layout"]["title"]["text"]
+    # on its own line below the run's name: a long name is not cut off at the edge
+    assert "<br>" in fig["layout"]["title"]["text"]
     # without faults: from t=0
     rows = [r for r in table.to_pylist() if r["kind"] != "fault"]
     import pyarrow as pa

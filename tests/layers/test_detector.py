@@ -35,6 +35,7 @@ def _make(ctx: MachineContext) -> Stack:
         interval=s["interval"],
         misses=s["misses"],
         per_doubling=s["per_doubling"],
+        verify=s["verify"],
     )
     return Stack(Watcher(ctx), detector=fd)
 
@@ -47,14 +48,16 @@ register(
             "interval": Setting("duration", 10 * MS),
             "misses": Setting("int", 3),
             "per_doubling": Setting("int", 0),
+            "verify": Setting("duration", 0),
         },
     )
 )
 
 
-def _run(nemesis: list[dict[str, Any]], joiners: list[str] | None = None) -> Any:
+def _run(nemesis: list[dict[str, Any]], joiners: list[str] | None = None, **settings: Any) -> Any:
     doc = {
         "protocol": "test_fd_watcher",
+        "settings": settings,
         "nodes": ["A", "B", "C"],
         "joiners": joiners or [],
         "duration": "1s",
@@ -98,6 +101,30 @@ def test_a_pause_is_a_false_suspicion_that_heals() -> None:
     )
     assert _times(res, "suspect", "B") and _times(res, "unsuspect", "B")
     assert min(_times(res, "unsuspect", "B")) >= 400 * MS
+
+
+def test_a_suspicion_is_confirmed_by_a_direct_probe() -> None:
+    """With ``verify`` a peer silent for the detection time (30 ms) is probed and
+    suspected only if still silent 30 ms later: a 45 ms pause (a process off the CPU)
+    costs no suspicion, where without the probe it is one at each peer; a crash is
+    suspected once, one ``verify`` later, and a 200 ms pause still is (and heals)."""
+    pause = [
+        {"at": "200ms", "action": "pause", "node": "B"},
+        {"at": "245ms", "action": "resume", "node": "B"},
+    ]
+    assert len(_times(_run(pause), "suspect", "B")) == 2
+    res = _run(pause, verify="30ms")
+    assert not res.events("suspect") and not res.events("unsuspect")
+    crash = _run([{"at": "200ms", "action": "crash", "node": "C"}], verify="30ms")
+    for node in ("A", "B"):
+        (t,) = [e["t"] for e in crash.events("suspect", node) if e["detail"]["peer"] == "C"]
+        assert 200 * MS + 30 * MS < t <= 200 * MS + 7 * 10 * MS
+    long = [
+        {"at": "200ms", "action": "pause", "node": "B"},
+        {"at": "400ms", "action": "resume", "node": "B"},
+    ]
+    res = _run(long, verify="30ms")
+    assert _times(res, "suspect", "B") and min(_times(res, "unsuspect", "B")) >= 400 * MS
 
 
 def test_a_new_node_is_announced() -> None:

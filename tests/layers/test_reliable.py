@@ -315,7 +315,7 @@ def test_a_restarted_receiver_is_not_handed_what_its_earlier_boot_delivered() ->
     acks = _frames(out)
     assert len(acks) == 1  # acknowledged all the same: the link does not stall
     failed, down = a.up(Received("B", acks[0], 0), 1005)
-    assert failed == [SendFailed("B", m[1])]
+    assert failed == [SendFailed("B", m[1], unanswered=False)]
     assert CancelTimer(TIMER + "B") in down  # nothing is left to retransmit
 
     _, out = a.down(Send("B", m[2], reliable=True), 1006)
@@ -430,7 +430,7 @@ def test_an_ack_by_the_incarnation_a_frame_was_meant_for_is_a_delivery() -> None
     up, effects = a.on_ack("B", RtAck(a.incarnation, 1, 2))
     assert up == [] and effects == [SetTimer(TIMER + "B", 1000)]
     up, effects = a.on_ack("B", RtAck(a.incarnation, 3, 3))
-    assert up == [SendFailed("B", m[1]), SendFailed("B", m[2])]
+    assert up == [SendFailed("B", m[1], False), SendFailed("B", m[2], False)]
     assert effects == [
         Record.of("send_failed", dst="B", messages=2, reason="receiver_restarted"),
         CancelTimer(TIMER + "B"),

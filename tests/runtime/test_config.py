@@ -38,6 +38,14 @@ def test_good_config(tmp_path: Path) -> None:
     assert cfg.name == "demo" and cfg.protocol == "basic"
     assert cfg.settings["heartbeat_interval"] == 20_000_000
     assert cfg.settings["max_tries"] == 5  # default filled in
+    # a real process confirms a suspicion by a direct probe; a simulated one need not
+    assert cfg.settings["suspect_verify_timeout"] == 150_000_000
+    assert (
+        load_config(
+            write(tmp_path, GOOD.replace('"20ms"', '"20ms"\nsuspect_verify_timeout = 0'))
+        ).settings["suspect_verify_timeout"]
+        == 0
+    )
     assert cfg.members == ("A",) and cfg.peers == ("A", "B")
     assert cfg.node("A").status == ("127.0.0.1", 8001)
     assert cfg.key_file == tmp_path.resolve() / "k.key"

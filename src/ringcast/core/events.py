@@ -41,10 +41,13 @@ class SendFailed:
     """Failure-on-delivery: the reliable transport gave up delivering ``msg`` to ``dst``.
 
     This is the Raincore Transport Manager's notification (the Raincore paper, section 1.1).
+    ``unanswered``: every transmission went unacknowledged (``max_tries``); False when
+    a later incarnation of ``dst`` acknowledged and refused it (the receiver restarted).
     """
 
     dst: NodeId
     msg: Any
+    unanswered: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,9 @@
 
 * latency: the CDF of submit-to-deliver latency on a log axis, one small chart per
   fault set a run saw (``none``, ``crash+restart``, ...), a line per protocol (colour)
-  and delivery order (dash);
+  and delivery order (dash); latencies below :data:`LATENCY_FLOOR_MS` (a sender's own
+  deliveries, at 0 ms) are drawn at that floor, as the axis title says, so a curve
+  rises from 0 there instead of starting high at the axis' left edge;
 * throughput and cost against group size: one chart per protocol, a marker per run
   (hover: run, seed, point) and a line per scenario and grid point other than the
   group size through the mean at each size, never averaged across scenarios; a menu
@@ -38,6 +40,49 @@ METRICS = (
 LOG_METRICS = frozenset({"messages_per_s", "deliveries_per_s"})
 """Drawn on a log axis: they span orders of magnitude between scenarios."""
 FACET_COLUMNS = 3
+LATENCY_FLOOR_MS = 0.01
+"""The latency chart's left edge: faster deliveries are drawn here (a log axis has no 0)."""
+TITLE_WRAP = 28
+"""A subplot title longer than this is broken over lines (it would run into its
+neighbours' otherwise)."""
+
+
+def log_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
+    """Tick values for a log axis from ``lo`` to ``hi`` at 1, 2 and 5 times a power of
+    ten (only the powers when that gives more than seven), each labelled in full
+    ("0.5", "2", "1000"): Plotly's own labels on a short log axis are bare digits
+    ("5 1 2 5 10 2") that read as nonsense."""
+    if not (lo > 0 and hi >= lo):
+        return [], []
+    first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    for steps in ((1, 2, 5), (1,)):
+        vals = [
+            m * 10.0**e
+            for e in range(first, last + 1)
+            for m in steps
+            if lo / 1.0001 <= m * 10.0**e <= hi * 1.0001
+        ]
+        if len(vals) <= 7:  # as many as a small chart's axis holds unrotated
+            break
+    while len(vals) > 7:  # a very wide range: every other power of ten
+        vals = vals[::2]
+    if len(vals) < 2:  # a narrow range: its ends
+        vals = sorted({float(f"{lo:.2g}"), float(f"{hi:.2g}")})
+    return vals, [f"{v:g}" for v in vals]
+
+
+def _wrap(title: str, width: int = TITLE_WRAP) -> str:
+    """``title`` broken at ``+`` or spaces into lines of about ``width`` characters."""
+    if len(title) <= width:
+        return title
+    lines, line = [], ""
+    for piece in title.replace("+", "+\x00").replace(" ", " \x00").split("\x00"):
+        if line and len(line) + len(piece) > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += piece
+    lines.append(line.rstrip())
+    return "<br>".join(lines)
 
 
 def protocol_colours(protocols: Iterable[str]) -> dict[str, str]:
@@ -57,7 +102,7 @@ def _subplots(titles: list[str], **kw: Any) -> Any:
         rows=rows,
         cols=cols,
         subplot_titles=titles,
-        horizontal_spacing=0.07,
+        horizontal_spacing=0.09,
         vertical_spacing=min(0.2, 0.5 / max(rows - 1, 1)) if rows > 1 else 0.1,
         **kw,
     )
@@ -83,21 +128,29 @@ def latency_cdf(metrics: dict[str, Any]) -> dict[str, Any] | None:
     faults = sorted({k[2] for k in series}, key=lambda f: (f != "none", f))
     orders = sorted({k[1] for k in series})
     colours = protocol_colours({k[0] for k in series})
-    fig = _subplots([f"faults: {f}" for f in faults], shared_yaxes=True)
+    fig = _subplots([_wrap(f"faults: {f}") for f in faults], shared_yaxes=True)
     shown: set[tuple[str, str]] = set()
+    floor = LATENCY_FLOOR_MS
+    spans: dict[str, list[float]] = {}
     for key, buckets in sorted(series.items()):
         proto, order, fault = key
         total = sum(buckets.values())
-        xs, ys, texts, acc = [], [], [], 0
+        xs, ys, texts, acc = [floor], [0.0], [f"{proto}, {order}, faults {fault}"], 0
         for b in sorted(buckets):
             acc += buckets[b]
             upper = 10 ** ((b + 1) / per_decade) / 1e6  # ms: the bucket's upper edge
-            xs.append(round(upper, 4))
+            x = round(max(upper, floor), 4)
+            if x == xs[-1] and len(xs) > 1:  # buckets below the floor: one point
+                xs.pop(), ys.pop(), texts.pop()
+            xs.append(x)
             ys.append(round(acc / total, 5))
+            within = f"{upper:.3g} ms" if upper >= floor else f"{floor:g} ms (drawn at it)"
             texts.append(
                 f"{proto}, {order}, faults {fault}<br>{acc / total:.1%} of {total} deliveries"
-                f" within {upper:.3g} ms<br>scenarios: {', '.join(sorted(scen[key]))}"
+                f" within {within}<br>scenarios: {', '.join(sorted(scen[key]))}"
             )
+        span = spans.setdefault(fault, [floor, floor])
+        span[1] = max(span[1], xs[-1])
         row, col = _cell(faults.index(fault))
         fig.add_scatter(
             x=xs,
@@ -113,7 +166,27 @@ def latency_cdf(metrics: dict[str, Any]) -> dict[str, Any] | None:
             col=col,
         )
         shown.add((proto, order))
-    fig.update_xaxes(type="log", title_text="latency (ms, log)")
+    fig.update_xaxes(
+        type="log",
+        title_text=(
+            f"latency (ms, log)<br><span style='font-size:11px'>below {floor:g} drawn at"
+            f" {floor:g}</span>"
+        ),
+    )
+    for k, fault in enumerate(faults):
+        lo, hi = spans[fault]
+        vals, text = log_ticks(lo, hi)
+        row, col = _cell(k)
+        fig.update_xaxes(
+            tickvals=vals,
+            ticktext=text,
+            range=[math.log10(lo) - 0.05, math.log10(hi) + 0.05],
+            row=row,
+            col=col,
+        )
+    fig.layout.annotations = [
+        {**a.to_plotly_json(), "font": {"size": 13}} for a in fig.layout.annotations
+    ]
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
     fig.update_yaxes(title_text="fraction delivered within", col=1)
     rows_n, _ = _grid(len(faults))
@@ -148,10 +221,14 @@ def throughput(metrics: dict[str, Any]) -> dict[str, Any] | None:
     runs = [r for r in metrics.get("runs") or [] if r.get("nodes") is not None]
     if not runs:
         return None
+    from plotly.colors import qualitative
+
     protocols = sorted({str(r["protocol"]) for r in runs})
     fig = _subplots(protocols)
-    palette = PROTOCOL_COLOURS
+    palette = tuple(qualitative.Dark24) + tuple(qualitative.Light24)
     traces_y: dict[str, list[list[float | None]]] = {m: [] for m, _ in METRICS}
+    panel: list[int] = []  # per trace, its chart (the protocol's index)
+    drawn = 0  # lines drawn so far: each its own colour, across every chart
     for k, proto in enumerate(protocols):
         row, col = _cell(k)
         mine = [r for r in runs if r["protocol"] == proto]
@@ -159,17 +236,19 @@ def throughput(metrics: dict[str, Any]) -> dict[str, Any] | None:
         for r in mine:
             key = (str(r["scenario"]), _without_size(r.get("params"), str(r.get("point"))))
             lines.setdefault(key, []).append(r)
-        scenarios = sorted({key[0] for key in lines})
         rests = sorted({key[1] for key in lines})
         for j, ((scenario, rest), group) in enumerate(sorted(lines.items())):
-            colour = palette[scenarios.index(scenario) % len(palette)]
+            colour = palette[drawn % len(palette)]
+            drawn += 1
             sizes = sorted({int(r["nodes"]) for r in group})
             name = f"{scenario} ({rest})" if rest != "-" else scenario
-            # the line through the means at each size
+            # the line through the means at each size; at one size only a level mark
+            # as wide as a bar (a lone dot reads as nothing)
             fig.add_scatter(
                 x=sizes,
                 y=[None] * len(sizes),
-                mode="lines",
+                mode="lines" if len(sizes) > 1 else "lines+markers",
+                marker={"symbol": "line-ew-open", "size": 28, "line": {"width": 3}},
                 line={"color": colour, "width": 1.5, "dash": DASHES[rests.index(rest) % 5]},
                 name=name,
                 legendgroup=f"{proto}/{name}",
@@ -178,6 +257,7 @@ def throughput(metrics: dict[str, Any]) -> dict[str, Any] | None:
                 row=row,
                 col=col,
             )
+            panel.append(k)
             for m, _ in METRICS:
                 ys = []
                 for n in sizes:
@@ -204,6 +284,7 @@ def throughput(metrics: dict[str, Any]) -> dict[str, Any] | None:
                 row=row,
                 col=col,
             )
+            panel.append(k)
             for m, _ in METRICS:
                 traces_y[m].append(
                     [round(r[m], 4) if r.get(m) is not None else None for r in group]
@@ -212,16 +293,34 @@ def throughput(metrics: dict[str, Any]) -> dict[str, Any] | None:
     for trace, ys in zip(fig.data, traces_y[first], strict=True):
         trace.y = ys
     axes = [k for k in fig.layout.to_plotly_json() if k.startswith("yaxis")]
+
+    def y_axes(m: str) -> dict[str, Any]:
+        """Each chart's y axis for metric ``m``: log with full tick labels, or linear."""
+        out: dict[str, Any] = {}
+        for a in axes:
+            out[f"{a}.type"] = "log" if m in LOG_METRICS else "linear"
+            out[f"{a}.tickvals"] = out[f"{a}.ticktext"] = None
+        if m in LOG_METRICS:
+            for k in range(len(protocols)):
+                vals = [
+                    y
+                    for ys, p in zip(traces_y[m], panel, strict=True)
+                    if p == k
+                    for y in ys
+                    if y is not None and y > 0
+                ]
+                if vals:
+                    a = "yaxis" if k == 0 else f"yaxis{k + 1}"
+                    out[f"{a}.tickvals"], out[f"{a}.ticktext"] = log_ticks(min(vals), max(vals))
+        return out
+
     buttons = [
         {
             "label": label,
             "method": "update",
             "args": [
                 {"y": traces_y[m]},
-                {
-                    "title.text": f"{label} against group size",
-                    **{f"{a}.type": "log" if m in LOG_METRICS else "linear" for a in axes},
-                },
+                {"title.text": f"{label} against group size", **y_axes(m)},
             ],
         }
         for m, label in METRICS
@@ -229,6 +328,10 @@ def throughput(metrics: dict[str, Any]) -> dict[str, Any] | None:
     rows_n, _ = _grid(len(protocols))
     fig.update_xaxes(title_text="nodes", dtick=1)
     fig.update_yaxes(type="log" if first in LOG_METRICS else "linear")
+    for path, value in y_axes(first).items():
+        if value is not None:
+            axis, _, attr = path.partition(".")
+            fig.layout[axis][attr] = value
     fig.update_layout(
         height=170 + 320 * rows_n,
         title={"text": f"{METRICS[0][1]} against group size", "y": 0.98, "yanchor": "top"},

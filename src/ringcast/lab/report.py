@@ -33,6 +33,7 @@ h2{margin-top:1.8em;border-bottom:1px solid #eee;padding-bottom:.2em}
 .warning{color:#9a6700}
 .chart{margin:1em 0}details{margin:.6em 0}summary{cursor:pointer;color:#0550ae}
 .note{color:#555;font-size:13px}a.diagram{white-space:nowrap}
+.scroll{overflow-x:auto;max-width:100%}
 """
 LATENCY_COLUMNS = [
     "protocol",
@@ -81,7 +82,8 @@ def _table(rows: list[dict[str, Any]], cols: list[str], raw: set[str] = frozense
             f"<td>{r.get(c, '') if c in raw else escape(_fmt(r.get(c)))}</td>" for c in cols
         )
         body.append(f"<tr>{cells}</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+    # a wide table scrolls inside its own box, not the page
+    return f'<div class="scroll"><table><tr>{head}</tr>{"".join(body)}</table></div>'
 
 
 def _collapsed(title: str, inner: str) -> str:
@@ -169,7 +171,7 @@ def _properties(check: dict[str, Any], timelines: Mapping[str, str], out_dir: st
     expected = any(p.get("runs_expected") for p in props.values())
     extra = "<th>runs expected</th><th>expected violations</th>" if expected else ""
     out = [
-        "<table><tr><th>property</th><th>status</th><th>runs checked</th>"
+        '<div class="scroll"><table><tr><th>property</th><th>status</th><th>runs checked</th>'
         f"<th>runs violated</th><th>violations</th>{extra}<th>per protocol</th></tr>"
     ]
     for name, p in props.items():
@@ -189,7 +191,7 @@ def _properties(check: dict[str, Any], timelines: Mapping[str, str], out_dir: st
             f"<td>{p['runs_checked']}</td><td>{p.get('runs_violated', 0)}</td>"
             f"<td>{p['violations']}</td>{cells}<td>{escape(_per_protocol(p))}</td></tr>"
         )
-    out.append("</table>")
+    out.append("</table></div>")
     out.append(_expectations(check))
     whys = [e.get("why", "") for e in check.get("expectations") or []]
     for name, p in props.items():
@@ -383,7 +385,9 @@ def _twins(doc: dict[str, Any]) -> str:
                 f"<tr><td>{escape(m['label'])}</td>{_cell(m[first], m['differs'])}"
                 f"{_cell(m[second], m['differs'])}{_cell(m['ratio'], m['differs'])}</tr>"
             )
-        text.append(f"<h3>{escape(head)}{note}</h3><table>{''.join(rows)}</table>")
+        text.append(
+            f"<h3>{escape(head)}{note}</h3><div class='scroll'><table>{''.join(rows)}</table></div>"
+        )
     for side, name in zip(doc["sides"], names, strict=True):
         if doc.get(f"only_{side}"):
             text.append(

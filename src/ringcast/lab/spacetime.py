@@ -287,7 +287,7 @@ def figure(
         colour = VIEW_COLOURS[j % len(VIEW_COLOURS)]
         traces.append(
             _boxes(
-                f"view {vid} {{{','.join(members)}}}" + (" transitional" if transitional else ""),
+                view_label(vid, members, transitional),
                 bands[key],
                 colour,
                 opacity=0.45 if transitional else 0.85,
@@ -488,6 +488,7 @@ def figure(
         traces += _highlight(rows, lane, h)
 
     title = f"{run or table.column('run')[0].as_py()}" + (f" ({protocol})" if protocol else "")
+    shown = ""  # the stretch the diagram opens on: the title's second line
     fault_ms = [x for xs, _, _ in starts.values() for x in xs]
     view_ms = [_ms(rows.t[k]) for k in rows.of("view") if rows.kind[k] == "view"]
     window = opening_range(fault_ms, view_ms, end)
@@ -495,8 +496,8 @@ def figure(
     if window is not None:
         # a run with faults opens on them and their aftermath (double-click: all of it)
         view_start, view_end = window
-        title += (
-            f"; {view_start:.0f}-{view_end:.0f} ms of {end:g}, the faults and after"
+        shown = (
+            f"{view_start:.0f}-{view_end:.0f} ms of {end:g}, the faults and after"
             " (double-click: all)"
         )
     else:
@@ -504,14 +505,20 @@ def figure(
         ends = sorted(a[2] for a in msg_arrows + token_arrows)
         if len(ends) > READABLE_ARROWS:
             view_end = max(ends[READABLE_ARROWS], end / 1000)
-            title += f"; the first {view_end:g} ms of {end:g} (double-click for the whole run)"
-    label_px = 8 * max((len(n) for n in nodes), default=1) + 24
+            shown = f"the first {view_end:g} ms of {end:g} (double-click for the whole run)"
+    label_px = 8 * max((len(n) for n in nodes), default=1) + 36
     return {
         "data": traces,
         "layout": {
-            "title": {"text": f"space-time diagram: {title}", "x": 0.01},
+            # two lines, so that a long run name is not cut off at the window's edge
+            "title": {
+                "text": f"space-time diagram: {title}"
+                + (f"<br><span style='font-size:13px'>{shown}</span>" if shown else ""),
+                "x": 0.01,
+                "font": {"size": 15},
+            },
             "height": max(460, 160 + 46 * len(nodes)),
-            "margin": {"l": max(60, label_px), "r": 20, "t": 60, "b": 50},
+            "margin": {"l": max(60, label_px), "r": 20, "t": 80, "b": 50},
             "xaxis": {
                 "title": {"text": "time (ms)"},
                 "range": [view_start, view_end],
@@ -520,6 +527,8 @@ def figure(
             "yaxis": {
                 "tickvals": list(range(len(nodes))),
                 "ticktext": nodes,
+                "ticks": "",
+                "ticklabelstandoff": 12,  # the lane's name clear of its bands and marks
                 "range": [len(nodes) - 0.4, -0.7],
                 "zeroline": False,
                 "showgrid": True,
@@ -532,6 +541,17 @@ def figure(
             "dragmode": "zoom",
         },
     }
+
+
+def view_label(vid: str, members: tuple[str, ...], transitional: bool) -> str:
+    """A configuration's legend entry: its members first, then its id; a transitional
+    one (Totem's ``new/t/old``) as the two rings it lies between, not its raw id."""
+    shown = ",".join(members[:8]) + (f",… ({len(members)})" if len(members) > 8 else "")
+    if transitional:
+        new, sep, old = vid.partition("/t/")
+        between = f"{old} to {new}" if sep else vid
+        return f"{{{shown}}} transitional, {between}"
+    return f"{{{shown}}} view {vid}"
 
 
 def opening_range(

@@ -371,7 +371,7 @@ class ReliableUnicast:
             if 0 < dst_inc < ack.acker_incarnation:
                 # Taken by a later incarnation than the one it was meant for, which
                 # refused it: not delivered there (module doc).
-                up.append(SendFailed(src, payload))
+                up.append(SendFailed(src, payload, unanswered=False))
         effects: list[Effect] = []
         if up:
             effects.append(

@@ -1,5 +1,6 @@
 """Raincore across a restart within the Transport Manager's retry window
-(docs/protocols/raincore.md, decision 34).
+(docs/protocols/raincore.md, decision 34), and across a stall of the next node
+(decision 37).
 
 B's acknowledgements to A are cut at 500 ms; B takes the token A sent it at 499.9 ms,
 delivers what it carries, persists, and crashes at 501.5 ms while eating; it restarts
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from ringcast.lab import reference as checks
 from ringcast.sim import Simulation, parse_scenario
 
@@ -30,7 +33,7 @@ RESTART = 511_500_000
 HUNGRY = 150 * MS
 
 
-def _rows() -> list[dict[str, Any]]:
+def _rows(**settings: Any) -> list[dict[str, Any]]:
     doc = {
         "name": "raincore_restart_in_the_retry_window",
         "protocol": "raincore",
@@ -42,6 +45,7 @@ def _rows() -> list[dict[str, Any]]:
             "starving_timeout": "50ms",
             "rto": "10ms",
             "max_tries": 6,
+            **settings,
         },
         "network": {"latency": {"dist": "uniform", "low": "300us", "high": "1500us"}},
         "workload": [
@@ -65,8 +69,12 @@ def _rows() -> list[dict[str, Any]]:
     return Simulation(parse_scenario(doc), 1).run().events()
 
 
-def test_the_token_meant_for_an_earlier_boot_comes_back_to_its_sender() -> None:
-    rows = _rows()
+@pytest.mark.parametrize("confirmations", [0, 1])
+def test_the_token_meant_for_an_earlier_boot_comes_back_to_its_sender(confirmations: int) -> None:
+    """The same with decision 37's confirmation: a next node that answered as a later
+    incarnation is not sent the token again (it restarted, it is not stalled)."""
+    rows = _rows(token_confirmations=confirmations)
+    assert not [r for r in rows if r["kind"] == "token" and r["detail"].get("op") == "confirm"]
     assert safety(rows, 2_000 * MS) == {}
     first_boot = [
         r for r in rows if r["node"] == "B" and r["kind"] == "deliver" and r["t"] < RESTART
@@ -95,3 +103,46 @@ def test_the_token_meant_for_an_earlier_boot_comes_back_to_its_sender() -> None:
     assert (
         checks.convergence(rows, {"A", "B", "C"}, on_members=True, keep_across_restart=True) == []
     )
+
+
+# -- decision 37: a next node kept off the CPU is sent the token again before it is cut
+
+
+def _stall(action: list[dict[str, Any]], confirmations: int) -> list[dict[str, Any]]:
+    """Three nodes with the default settings (the transport gives up after 190 ms); at
+    996 ms A holds the token and is about to pass it to B (it does at 999.5 ms)."""
+    doc = {
+        "protocol": "raincore",
+        "nodes": ["A", "B", "C"],
+        "duration": "2s",
+        "network": {"latency": "100us"},
+        "settings": {"token_confirmations": confirmations},
+        "nemesis": action,
+    }
+    return Simulation(parse_scenario(doc), 1).run().events()
+
+
+def _views_after_start(rows: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    return [(r["node"], r["t"]) for r in rows if r["kind"] == "view" and r["t"] > 0]
+
+
+def test_a_next_node_stalled_past_the_budget_is_confirmed_not_cut() -> None:
+    """B stopped for 300 ms (a process off the CPU; its arrivals and timers wait): without
+    the confirmation A cuts it after 190 ms and it rejoins (five views); with it A sends
+    the token to B once more, B answers when it runs again, and no view changes. A crash
+    of B gives one view at each survivor either way, 190 ms later with it."""
+    pause = [
+        {"at": "996ms", "action": "pause", "node": "B"},
+        {"at": "1296ms", "action": "resume", "node": "B"},
+    ]
+    assert len(_views_after_start(_stall(pause, 0))) == 5
+    rows = _stall(pause, 1)
+    assert _views_after_start(rows) == []
+    (confirm,) = [r for r in rows if r["kind"] == "token" and r["detail"].get("op") == "confirm"]
+    assert confirm["node"] == "A" and confirm["detail"]["dst"] == "B"
+    assert safety(rows, 2_000 * MS) == {}
+    crash = [{"at": "996ms", "action": "crash", "node": "B"}]
+    before, now = _stall(crash, 0), _stall(crash, 1)
+    assert [n for n, _ in _views_after_start(before)] == ["A", "C"]
+    assert [n for n, _ in _views_after_start(now)] == ["A", "C"]
+    assert 180 * MS < _views_after_start(now)[0][1] - _views_after_start(before)[0][1] < 200 * MS

@@ -94,6 +94,7 @@ class RaincoreSettings:
     max_token_bytes: int = 48 * 1024
     max_pending: int = 512
     busy_eating_timeout: int = 1_000_000
+    token_confirmations: int = 0
 
     @classmethod
     def from_mapping(cls, s: dict[str, Any]) -> RaincoreSettings:
@@ -108,6 +109,7 @@ class RaincoreSettings:
             max_token_bytes=int(s["max_token_bytes"]),
             max_pending=int(s["max_pending"]),
             busy_eating_timeout=int(s["busy_eating_timeout"]),
+            token_confirmations=int(s.get("token_confirmations", 0)),
         )
 
 
@@ -137,6 +139,9 @@ class RaincoreMachine:
         # Decision (the 911 vote): until this time a starving node that let through the
         # 911 of a node with a newer token does not regenerate on its own 911.
         self.yieldedUntil: int | None = None
+        # Decision 37: the token hop being confirmed (sequence number, next node) and how
+        # many times it was sent again to that node after a failure-on-delivery.
+        self.confirming: tuple[int, NodeId, int] | None = None
         self.stopped = False
         self.tokenState = TokenState.STARVING
         self.viewState = ViewState.CHAOS
@@ -223,7 +228,9 @@ class RaincoreMachine:
         if tp is SendFailed:
             msg = event.msg
             if type(msg) is Token and msg.well_formed(self.limits):
-                return self._step(Event.TOKEN_DELIVERY_FAILURE, now, event.dst, msg)
+                return self._step(
+                    Event.TOKEN_DELIVERY_FAILURE, now, event.dst, msg, event.unanswered
+                )
             if type(msg) is Msg911 and msg.well_formed(self.limits):
                 return self._step(Event.NINE11_DELIVERY_FAILURE, now, event.dst, msg)
             return [_drop("delivery failure of an unknown message", dst=event.dst)]
@@ -593,15 +600,35 @@ class RaincoreMachine:
 
     # ------------------------------------------------------------------ 4. Token delivery failure
 
-    def _discard_returned_token(self, now: int, dst: NodeId, token: Token) -> list[Effect]:
+    def _discard_returned_token(
+        self, now: int, dst: NodeId, token: Token, unanswered: bool = True
+    ) -> list[Effect]:
         # Decision: a token coming back while the node is not Hungry is not the live
         # token (Eating: an older copy; Starving: a 911 may be regenerating it).
         return [_token_dropped(token, dst, f"returned while {self.tokenState.value}")]
 
-    def _reroute_token(self, now: int, dst: NodeId, token: Token) -> list[Effect]:
+    def _reroute_token(
+        self, now: int, dst: NodeId, token: Token, unanswered: bool = True
+    ) -> list[Effect]:
         me = self.node_id
         if token.sequence_number != self.lastTokenSeq or me not in token.nodelist:
             return [_token_dropped(token, dst, "returned copy is stale")]
+        if self.settings.token_confirmations and unanswered:
+            # Decision 37: a next node that answered none of the transmissions may be
+            # alive but kept off the CPU: send it the same token again (the transport's
+            # whole budget again) before cutting it from the ring. A node that answered
+            # as a later incarnation (decision 34) restarted: it is cut at once.
+            seq = token.sequence_number
+            c = self.confirming
+            sent = c[2] if c is not None and c[0] == seq and c[1] == dst else 0
+            if sent < self.settings.token_confirmations:
+                self.confirming = (seq, dst, sent + 1)
+                return [
+                    Record.of("token", op="confirm", seq=seq, dst=dst, attempt=sent + 1),
+                    Send(dst, token, reliable=True),
+                    SetTimer(HUNGRY_TIMER, self.settings.hungry_timeout),
+                ]
+            self.confirming = None
         out: list[Effect] = [CancelTimer(HUNGRY_TIMER)]
         out.extend(self._enter_chaos())  # "ringState=CHAOS"
         self.tokenState = TokenState.EATING
