@@ -152,3 +152,19 @@ def test_moved_checks_each_move_against_the_event_in_hand() -> None:
 def test_a_driver_without_a_method_for_an_action_is_refused() -> None:
     with pytest.raises(ValueError, match="stay"):
         Driver(TABLE, Toy(), {"go": lambda now: []})
+
+
+def test_a_driver_over_one_table_per_role_looks_each_state_up_in_its_role() -> None:
+    # One role per state; each table lists the other's state as a target.
+    role_a = TransitionTable(
+        "role_a", {(St.A, Ev.GO): Transition("go", (St.B,))}, states=list(St), events=list(Ev)
+    )
+    role_b = TransitionTable(
+        "role_b", {(St.B, Ev.STAY): Transition("stay", (St.B,))}, states=list(St), events=list(Ev)
+    )
+    m = Toy()
+    m.fsm = Driver({St.A: role_a, St.B: role_b}, m, {"go": m._go, "stay": lambda now: []})
+    assert m.fsm.lists(St.A, Ev.GO) and not m.fsm.lists(St.A, Ev.STAY)
+    assert m.fsm.step(Ev.GO, 1) == [Record.of("went", to="Beta")]
+    assert m.fsm.step(Ev.GO, 1) == [Record.of("drop", reason="go in Beta")]
+    assert m.fsm.step(Ev.STAY, 1) == []

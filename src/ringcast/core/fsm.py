@@ -179,7 +179,8 @@ Action = Callable[..., list[Effect]]
 
 
 class Driver(Generic[S, E]):
-    """Runs a machine on a :class:`TransitionTable` (the module's steps 1-3).
+    """Runs a machine on a :class:`TransitionTable` (the module's steps 1-3), or on one
+    table per role given as a mapping from each state to the table of its role.
 
     ``machine.state`` is the machine's current state; ``actions`` maps every action name
     the table uses (but ``ignore``) to the machine's bound method. :meth:`step` looks the
@@ -196,25 +197,29 @@ class Driver(Generic[S, E]):
     and after the inner step it is checked again only if it moves on.
     """
 
-    __slots__ = ("_bound", "_event", "_m", "_resumed", "_start", "dropped", "table")
+    __slots__ = ("_bound", "_event", "_m", "_resumed", "_start", "dropped", "tables")
 
     def __init__(
         self,
-        table: TransitionTable[S, E],
+        table: TransitionTable[S, E] | Mapping[S, TransitionTable[S, E]],
         machine: HasState[S],
         actions: Mapping[str, Action],
     ):
-        self.table = table
+        if isinstance(table, TransitionTable):
+            self.tables: dict[S, TransitionTable[S, E]] = dict.fromkeys(table.states, table)
+        else:  # one table per role, each for the states of that role (GMS)
+            self.tables = dict(table)
         self.dropped = 0
         self._m = machine
-        names = {tr.action for tr in table.rows.values()} - {IGNORE}
-        missing = sorted(names - set(actions))
-        if missing:
-            raise ValueError(f"{table.name}: no method for actions {missing}")
-        self._bound: dict[tuple[S, E], tuple[Action | None, tuple[S, ...]]] = {
-            key: (None if tr.action == IGNORE else actions[tr.action], tr.targets)
-            for key, tr in table.rows.items()
-        }
+        self._bound: dict[tuple[S, E], tuple[Action | None, tuple[S, ...]]] = {}
+        for t in {id(t): t for t in self.tables.values()}.values():
+            missing = sorted({tr.action for tr in t.rows.values()} - {IGNORE} - set(actions))
+            if missing:
+                raise ValueError(f"{t.name}: no method for actions {missing}")
+            for key, tr in t.rows.items():
+                if self.tables.get(key[0]) is t:
+                    action = None if tr.action == IGNORE else actions[tr.action]
+                    self._bound[key] = (action, tr.targets)
         # The step in progress (the innermost): its event, the state its current segment
         # started in, and whether that segment follows a move or an inner step. The
         # enclosing steps' are kept by the calls of step() on Python's stack.
@@ -222,13 +227,17 @@ class Driver(Generic[S, E]):
         self._start: S | None = None
         self._resumed = False
 
+    def lists(self, state: S, event: E) -> bool:
+        """Whether the table lists ``event`` in ``state`` (an ``ignore`` row included)."""
+        return (state, event) in self._bound
+
     def step(self, event: E, now: int, *args: Any) -> list[Effect]:
         """Handle table event ``event``: the action's effects, or the ``drop`` row."""
         before = self._m.state
         entry = self._bound.get((before, event))
         if entry is None:
             self.dropped += 1
-            return [self.table.unlisted(before, event)]
+            return [self.tables[before].unlisted(before, event)]
         action, targets = entry
         if action is None:  # an ignore row
             return []
@@ -248,9 +257,9 @@ class Driver(Generic[S, E]):
             bad = None
         if not resumed:
             if after not in targets:
-                bad = self.table.check(before, event, after)
+                bad = self.tables[before].check(before, event, after)
         elif after != start:
-            bad = self.table.check(start, event, after)  # type: ignore[arg-type]
+            bad = self.tables[start].check(start, event, after)  # type: ignore[index]
         if bad is not None:  # the table is the specification: say so, and carry on
             out.append(bad)
         return out
@@ -268,7 +277,7 @@ class Driver(Generic[S, E]):
         self._resumed = True
         if now_in == start:
             return None
-        return self.table.check(start, self._event, now_in)  # type: ignore[arg-type]
+        return self.tables[start].check(start, self._event, now_in)  # type: ignore[index, arg-type]
 
 
 def unlisted(state: str, event: str, **fields: object) -> Record:
