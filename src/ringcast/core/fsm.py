@@ -233,7 +233,8 @@ class Driver(Generic[S, E]):
 
     def step(self, event: E, now: int, *args: Any) -> list[Effect]:
         """Handle table event ``event``: the action's effects, or the ``drop`` row."""
-        before = self._m.state
+        m = self._m
+        before = m.state
         entry = self._bound.get((before, event))
         if entry is None:
             self.dropped += 1
@@ -241,27 +242,53 @@ class Driver(Generic[S, E]):
         action, targets = entry
         if action is None:  # an ignore row
             return []
+        if self._event is not None:  # raised inside another action
+            return self._inner(event, before, action, targets, now, args)
+        self._event, self._start, self._resumed = event, before, False
+        try:
+            out = action(now, *args)
+        finally:
+            self._event = None
+        after = m.state
+        if self._resumed:  # the action moved, or raised another event: check what followed
+            if after != self._start:
+                bad = self.tables[self._start].check(self._start, event, after)  # type: ignore[index]
+                if bad is not None:
+                    out.append(bad)
+        elif after not in targets:  # the table is the specification: say so, and carry on
+            out.append(self.tables[before].check(before, event, after))  # type: ignore[arg-type]
+        return out
+
+    def _inner(
+        self,
+        event: E,
+        before: S,
+        action: Action,
+        targets: tuple[S, ...],
+        now: int,
+        args: tuple[Any, ...],
+    ) -> list[Effect]:
+        """:meth:`step` for an event raised inside another action: that action's segment
+        ends here, and goes on from where this one leaves the machine."""
         outer = self._event
-        bad = None if outer is None else self._segment(before)
+        bad = self._segment(before)
         self._event, self._start, self._resumed = event, before, False
         try:
             out = action(now, *args)
         finally:
             start, resumed = self._start, self._resumed
-            # Back to the enclosing step, whose segment goes on from here.
-            self._event, self._resumed = outer, True
+            self._event = outer
         after = self._m.state
-        self._start = after
+        self._start, self._resumed = after, True
         if bad is not None:
             out.insert(0, bad)
-            bad = None
-        if not resumed:
-            if after not in targets:
-                bad = self.tables[before].check(before, event, after)
-        elif after != start:
-            bad = self.tables[start].check(start, event, after)  # type: ignore[index]
-        if bad is not None:  # the table is the specification: say so, and carry on
-            out.append(bad)
+        if resumed:
+            if after != start:
+                bad = self.tables[start].check(start, event, after)  # type: ignore[index]
+                if bad is not None:
+                    out.append(bad)
+        elif after not in targets:
+            out.append(self.tables[before].check(before, event, after))  # type: ignore[arg-type]
         return out
 
     def moved(self, new: S) -> Record | None:

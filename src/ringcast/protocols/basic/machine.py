@@ -40,6 +40,7 @@ class BasicMachine:
         self.node_id = ctx.node_id
         initial = () if ctx.joining else ctx.members
         self.members: set[NodeId] = {*initial, ctx.node_id}
+        self._peers = self._others()  # the members but this node, sorted: who a submit goes to
         self.state = State.MEMBER
         self.fsm = Driver(
             TABLE,
@@ -53,7 +54,11 @@ class BasicMachine:
             },
         )
 
+    def _others(self) -> tuple[NodeId, ...]:
+        return tuple(m for m in sorted(self.members) if m != self.node_id)
+
     def _view(self) -> InstallView:
+        self._peers = self._others()
         members = tuple(sorted(self.members))
         return InstallView(View("+".join(members), members))
 
@@ -79,11 +84,8 @@ class BasicMachine:
         return [Deliver(msg.msg_id, msg.payload, msg.order, src)]
 
     def _send(self, now: int, event: Submit) -> list[Effect]:
-        out: list[Effect] = [
-            Send(m, BasicData(event.msg_id, event.payload, event.order), reliable=True)
-            for m in sorted(self.members)
-            if m != self.node_id
-        ]
+        data = BasicData(event.msg_id, event.payload, event.order)
+        out: list[Effect] = [Send(m, data, reliable=True) for m in self._peers]
         out.append(Deliver(event.msg_id, event.payload, event.order, self.node_id))
         return out
 
