@@ -70,6 +70,11 @@ def transitional_view_id(new: RingId, old: RingId) -> str:
     return f"{new}/t/{old}"
 
 
+# The two events of every frame and every token, read once: a member read through its
+# enum class is a Python-level lookup on each use (Python 3.11).
+_MCAST, _TOKEN = Ev.MCAST, Ev.TOKEN
+
+
 class TotemMachine:
     """One node's Totem protocol instance (the Totem paper; the corosync Totem slides)."""
 
@@ -197,7 +202,7 @@ class TotemMachine:
             if bad is not None:
                 self._invalid(msg, bad, out)
             elif rid == self.ring_id or (self.new_log is not None and rid == self.new_log.ring_id):
-                out += self.fsm.step(Ev.MCAST, self.now, msg)
+                out += self.fsm.step(_MCAST, self.now, msg)
             elif src not in self.memb or rid.seq > self.ring_id.seq:
                 out += self.fsm.step(Ev.FOREIGN, self.now, src, rid.seq)
             else:
@@ -214,7 +219,7 @@ class TotemMachine:
             if bad is not None:
                 self._invalid(msg, bad, out)
             else:
-                out += self.fsm.step(Ev.TOKEN, self.now, msg, False, src)
+                out += self.fsm.step(_TOKEN, self.now, msg, False, src)
         elif tp is TokenAck:
             bad = _validate.token_ack(msg)
             if bad is not None:
@@ -256,7 +261,7 @@ class TotemMachine:
         elif name == T_TOKEN_HOLD:
             held, self.held = self.held, None
             if held is not None:
-                out += self.fsm.step(Ev.TOKEN, self.now, held, True)
+                out += self.fsm.step(_TOKEN, self.now, held, True)
         elif name == T_JOIN:
             out += self.fsm.step(Ev.JOIN_TIMEOUT, self.now)
         elif name == T_CONSENSUS:
@@ -303,7 +308,7 @@ class TotemMachine:
         if self.held is not None:  # the idle token waits here: use it now
             held, self.held = self.held, None
             out.append(CancelTimer(T_TOKEN_HOLD))
-            out += self.fsm.step(Ev.TOKEN, self.now, held, True)
+            out += self.fsm.step(_TOKEN, self.now, held, True)
 
     # ------------------------------------------------------------------ actions
 
@@ -894,7 +899,7 @@ class TotemMachine:
         self.last_token_seq = ct.token_seq
         tok = Token(ct.ring_id, ct.token_seq + 1, 0, 0, "", (), 0, 0)
         out.append(SetTimer(T_TOKEN_LOSS, self.token_timeout))
-        out += self.fsm.step(Ev.TOKEN, self.now, tok, True)
+        out += self.fsm.step(_TOKEN, self.now, tok, True)
         return out
 
     # ---- recovery
