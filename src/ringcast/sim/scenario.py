@@ -329,7 +329,7 @@ def _message(err: Mapping[str, Any]) -> str:
     if kind in ("model_type", "dict_type", "model_attributes_type"):
         return f"expected a table, got {type(value).__name__}"
     if kind == "list_type":
-        return f"use [[{loc[-1]}]] tables"
+        return f"use [[{'.'.join(str(p) for p in loc)}]] tables"
     return str(err["msg"])
 
 
