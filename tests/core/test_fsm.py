@@ -6,8 +6,8 @@ import enum
 
 import pytest
 
-from ringcast.core.effects import Record
-from ringcast.core.fsm import IGNORE, Transition, TransitionTable
+from ringcast.core.effects import Effect, Record
+from ringcast.core.fsm import IGNORE, Driver, Transition, TransitionTable
 
 
 class St(enum.Enum):
@@ -81,3 +81,90 @@ def test_a_table_naming_an_unknown_state_is_refused() -> None:
         TransitionTable(
             "bad", {(St.A, Ev.GO): Transition("go", ("Gamma",))}, states=list(St), events=list(Ev)
         )
+
+
+class Toy:
+    """A machine on TABLE: ``go`` moves to ``to``; ``stay`` raises ``go`` inside itself."""
+
+    def __init__(self) -> None:
+        self.state = St.A
+        self.to = St.B
+        self.calls: list[tuple[int, tuple[object, ...]]] = []
+        self.fsm = Driver(TABLE, self, {"go": self._go, "stay": self._stay})
+
+    def _go(self, now: int, *args: object) -> list[Effect]:
+        self.calls.append((now, args))
+        self.state = self.to
+        return [Record.of("went", to=self.to.value)]
+
+    def _stay(self, now: int) -> list[Effect]:
+        self.to = St.A
+        return self.fsm.step(Ev.GO, now, "inner")
+
+
+def test_driver_runs_the_listed_action_as_a_bound_method() -> None:
+    m = Toy()
+    assert m.fsm.step(Ev.GO, 5, "x") == [Record.of("went", to="Beta")]
+    assert m.calls == [(5, ("x",))] and m.state is St.B
+
+
+def test_driver_drops_an_unlisted_pair_and_ignores_an_ignore_row() -> None:
+    m = Toy()
+    assert m.fsm.step(Ev.STAY, 1) == [Record.of("drop", reason="stay in Alpha")]
+    assert m.fsm.step(Ev.TICK, 1) == [] and m.fsm.dropped == 1 and m.state is St.A
+
+
+def test_driver_reports_a_landing_outside_the_row_and_carries_on() -> None:
+    m = Toy()
+    m.to = St.A  # (A, go) lists only B
+    out = m.fsm.step(Ev.GO, 1)
+    assert out[-1].kind == "invariant" and out[-1].fields["after"] == "Alpha"  # type: ignore[union-attr]
+
+
+def test_a_nested_step_is_checked_on_its_own_not_against_the_enclosing_row() -> None:
+    m = Toy()
+    m.state = St.B
+    # (B, stay) lists only B, but the inner (B, go) may go to A: no invariant row.
+    assert m.fsm.step(Ev.STAY, 1) == [Record.of("went", to="Alpha")]
+    assert m.state is St.A
+
+
+def test_moved_checks_each_move_against_the_event_in_hand() -> None:
+    m = Toy()
+    assert m.fsm.moved(St.B) is None  # outside a step nothing is checked
+    seen: list[object] = []
+
+    def go(now: int, *args: object) -> list[Effect]:
+        seen.append(m.fsm.moved(St.B))
+        m.state = St.B
+        seen.append(m.fsm.moved(St.A))  # (A, go) does not list A, but (B, go) does
+        m.state = St.A
+        return []
+
+    m.fsm = Driver(TABLE, m, {"go": go, "stay": m._stay})
+    assert m.fsm.step(Ev.GO, 1) == []
+    assert seen == [None, None]
+    m.state = St.B
+    m.fsm.step(Ev.STAY, 1)  # (B, stay) -> inner (B, go): B then A, both listed
+    assert seen[2:] == [None, None]
+
+
+def test_a_driver_without_a_method_for_an_action_is_refused() -> None:
+    with pytest.raises(ValueError, match="stay"):
+        Driver(TABLE, Toy(), {"go": lambda now: []})
+
+
+def test_a_driver_over_one_table_per_role_looks_each_state_up_in_its_role() -> None:
+    # One role per state; each table lists the other's state as a target.
+    role_a = TransitionTable(
+        "role_a", {(St.A, Ev.GO): Transition("go", (St.B,))}, states=list(St), events=list(Ev)
+    )
+    role_b = TransitionTable(
+        "role_b", {(St.B, Ev.STAY): Transition("stay", (St.B,))}, states=list(St), events=list(Ev)
+    )
+    m = Toy()
+    m.fsm = Driver({St.A: role_a, St.B: role_b}, m, {"go": m._go, "stay": lambda now: []})
+    assert m.fsm.lists(St.A, Ev.GO) and not m.fsm.lists(St.A, Ev.STAY)
+    assert m.fsm.step(Ev.GO, 1) == [Record.of("went", to="Beta")]
+    assert m.fsm.step(Ev.GO, 1) == [Record.of("drop", reason="go in Beta")]
+    assert m.fsm.step(Ev.STAY, 1) == []

@@ -37,6 +37,16 @@ def test_defaults_and_durations() -> None:
     "doc,message",
     [
         (base(nodez=["A"]), r"nodez: unknown key"),
+        (
+            base(nemesis=[{"at": "1ms", "action": "crash", "nod": "A"}]),
+            r"x.toml: nemesis\[0\].nod: unknown key \(known here: action, at, node\)",
+        ),
+        (
+            base(network={"links": [{"from": "A", "to": "B", "los": 0.5}]}),
+            r"network.links\[0\].los: unknown key \(known here: duplication, from, latency, ",
+        ),
+        (base(workload={"rate": 1}), r"x.toml: workload: use \[\[workload\]\] tables"),
+        (base(fixed="yes"), r"x.toml: fixed: expected true or false, got 'yes'"),
         (base(duration="10 parsecs"), r"duration: bad duration"),
         (base(protocol="paxos"), r"protocol: unknown protocol 'paxos'"),
         (

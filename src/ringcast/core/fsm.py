@@ -16,18 +16,38 @@ state that action may end in. The machine then
 :meth:`TransitionTable.mermaid` renders the table as the Mermaid ``stateDiagram-v2``
 embedded in the protocol's page under ``docs/protocols/``; the page's test compares
 the block with the rendering, so the diagram cannot drift from the code.
+
+:class:`Driver` is the one place that does steps 1-3 for every family: a machine builds
+one in ``__init__`` from its table, itself (the driver reads its ``state``) and its
+actions as bound methods, and raises each table event with :meth:`Driver.step`. Every
+action has one signature, ``action(now, *args) -> list[Effect]``; an ``ignore`` row runs
+nothing.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-from ringcast.core.effects import Record
+from ringcast.core.effects import Effect, Record
+
+
+class TableEnum(enum.Enum):
+    """The base of a family's ``State`` and ``Ev`` enums.
+
+    A member hashes by identity (it is a singleton and compares by identity), not by
+    its name as :class:`enum.Enum` does in Python code: the driver hashes the state and
+    the event of every step, and this makes that lookup several times cheaper.
+    """
+
+    __hash__ = object.__hash__
+
 
 S = TypeVar("S", bound=Hashable)
 E = TypeVar("E", bound=Hashable)
+S_co = TypeVar("S_co", bound=Hashable, covariant=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +165,146 @@ class TransitionTable(Generic[S, E]):
             lines.append(f"    {self.label(src)} --> {self.label(dst)}: {', '.join(labels)}")
         body = "\n".join(lines) + "\n"
         return f"```mermaid\n{body}```\n" if fenced else body
+
+
+class HasState(Protocol[S_co]):
+    """A machine as the driver sees it: its current state (an attribute or a property)."""
+
+    @property
+    def state(self) -> S_co: ...
+
+
+Action = Callable[..., list[Effect]]
+"""An action: a bound method of the machine, called as ``action(now, *args)``."""
+
+
+class Driver(Generic[S, E]):
+    """Runs a machine on a :class:`TransitionTable` (the module's steps 1-3), or on one
+    table per role given as a mapping from each state to the table of its role.
+
+    ``machine.state`` is the machine's current state; ``actions`` maps every action name
+    the table uses (but ``ignore``) to the machine's bound method. :meth:`step` looks the
+    ``(state, event)`` pair up, returns the ``drop`` row of an unlisted pair (counted in
+    :attr:`dropped`), runs the action and appends the ``invariant`` row of a landing
+    the row does not list.
+
+    The check is made against the innermost event being handled. A machine that moves
+    in one place (Totem's ``_set_state``) reports each move with :meth:`moved`, so an
+    action that passes through several states is checked move by move; otherwise the
+    state the action ends in is checked when it returns (staying must be listed too,
+    unless the row is ``ignore``). An action that raises another event (a ``step`` inside
+    a ``step``) ends the enclosing action's segment there: what it did so far is checked,
+    and after the inner step it is checked again only if it moves on.
+    """
+
+    __slots__ = ("_bound", "_event", "_m", "_resumed", "_start", "dropped", "tables")
+
+    def __init__(
+        self,
+        table: TransitionTable[S, E] | Mapping[S, TransitionTable[S, E]],
+        machine: HasState[S],
+        actions: Mapping[str, Action],
+    ):
+        if isinstance(table, TransitionTable):
+            self.tables: dict[S, TransitionTable[S, E]] = dict.fromkeys(table.states, table)
+        else:  # one table per role, each for the states of that role (GMS)
+            self.tables = dict(table)
+        self.dropped = 0
+        self._m = machine
+        self._bound: dict[tuple[S, E], tuple[Action | None, tuple[S, ...]]] = {}
+        for t in {id(t): t for t in self.tables.values()}.values():
+            missing = sorted({tr.action for tr in t.rows.values()} - {IGNORE} - set(actions))
+            if missing:
+                raise ValueError(f"{t.name}: no method for actions {missing}")
+            for key, tr in t.rows.items():
+                if self.tables.get(key[0]) is t:
+                    action = None if tr.action == IGNORE else actions[tr.action]
+                    self._bound[key] = (action, tr.targets)
+        # The step in progress (the innermost): its event, the state its current segment
+        # started in, and whether that segment follows a move or an inner step. The
+        # enclosing steps' are kept by the calls of step() on Python's stack.
+        self._event: E | None = None
+        self._start: S | None = None
+        self._resumed = False
+
+    def lists(self, state: S, event: E) -> bool:
+        """Whether the table lists ``event`` in ``state`` (an ``ignore`` row included)."""
+        return (state, event) in self._bound
+
+    def step(self, event: E, now: int, *args: Any) -> list[Effect]:
+        """Handle table event ``event``: the action's effects, or the ``drop`` row."""
+        m = self._m
+        before = m.state
+        entry = self._bound.get((before, event))
+        if entry is None:
+            self.dropped += 1
+            return [self.tables[before].unlisted(before, event)]
+        action, targets = entry
+        if action is None:  # an ignore row
+            return []
+        if self._event is not None:  # raised inside another action
+            return self._inner(event, before, action, targets, now, args)
+        self._event, self._start, self._resumed = event, before, False
+        try:
+            out = action(now, *args)
+        finally:
+            self._event = None
+        after = m.state
+        if self._resumed:  # the action moved, or raised another event: check what followed
+            if after != self._start:
+                bad = self.tables[self._start].check(self._start, event, after)  # type: ignore[index]
+                if bad is not None:
+                    out.append(bad)
+        elif after not in targets:  # the table is the specification: say so, and carry on
+            out.append(self.tables[before].check(before, event, after))  # type: ignore[arg-type]
+        return out
+
+    def _inner(
+        self,
+        event: E,
+        before: S,
+        action: Action,
+        targets: tuple[S, ...],
+        now: int,
+        args: tuple[Any, ...],
+    ) -> list[Effect]:
+        """:meth:`step` for an event raised inside another action: that action's segment
+        ends here, and goes on from where this one leaves the machine."""
+        outer = self._event
+        bad = self._segment(before)
+        self._event, self._start, self._resumed = event, before, False
+        try:
+            out = action(now, *args)
+        finally:
+            start, resumed = self._start, self._resumed
+            self._event = outer
+        after = self._m.state
+        self._start, self._resumed = after, True
+        if bad is not None:
+            out.insert(0, bad)
+        if resumed:
+            if after != start:
+                bad = self.tables[start].check(start, event, after)  # type: ignore[index]
+                if bad is not None:
+                    out.append(bad)
+        elif after not in targets:
+            out.append(self.tables[before].check(before, event, after))  # type: ignore[arg-type]
+        return out
+
+    def moved(self, new: S) -> Record | None:
+        """Check a move to ``new`` against the event being handled (None outside a
+        step, or when the move is listed); call it before the state changes."""
+        if self._event is None:
+            return None
+        return self._segment(new)
+
+    def _segment(self, now_in: S) -> Record | None:
+        start = self._start
+        self._start = now_in
+        self._resumed = True
+        if now_in == start:
+            return None
+        return self.tables[start].check(start, self._event, now_in)  # type: ignore[index, arg-type]
 
 
 def unlisted(state: str, event: str, **fields: object) -> Record:

@@ -11,7 +11,9 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ringcast.core.events import ORDERS
 from ringcast.core.ids import check_node_id
@@ -149,11 +151,208 @@ class Scenario:
         return replace(self, settings=spec.resolve_settings(raw, f"{self.source}: settings"))
 
 
+# ---------------------------------------------------------------- the file's tables
+#
+# Every table of a scenario file and every key it may hold, as pydantic models: closed
+# (an unknown key is refused), strict (no value coerced). A value in the project's own
+# notation (a duration, a latency table, a node id) is typed ``Any`` here and parsed by
+# the section parsers below, which also check the rules between keys.
+
+
+class _Tbl(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class _Link(_Tbl):
+    from_: Any = Field(None, alias="from")
+    to: Any = None
+    latency: Any = None
+    loss: Any = None
+    duplication: Any = None
+    match: Any = None
+
+
+class _Drop(_Tbl):
+    from_: Any = Field(None, alias="from")
+    to: Any = None
+    nth: Any = None
+    match: Any = None
+
+
+class _Network(_Tbl):
+    latency: Any = None
+    loss: Any = None
+    duplication: Any = None
+    reorder: Any = None
+    reorder_delay: Any = None
+    corrupt: Any = None
+    networks: Any = None
+    max_datagram: Any = None
+    loss_per_network: Any = None
+    links: list[_Link] = []
+    drop: list[_Drop] = []
+
+
+class _Workload(_Tbl):
+    nodes: Any = None
+    kind: Any = None
+    rate: Any = None
+    size: Any = None
+    order: Any = None
+    start: Any = None
+    count: Any = None
+    duration: Any = None
+    arrivals: Any = None
+    hold: Any = None
+
+
+class _Act(_Tbl):
+    at: Any
+
+
+class _OnNode(_Act):
+    action: Literal["crash", "restart", "pause", "resume", "join", "ungarble"]
+    node: Any
+
+
+class _Leave(_Act):
+    action: Literal["leave"]
+    node: Any
+    linger: Any = None
+
+
+class _Link_(_Act):
+    action: Literal["link_down", "link_up"]
+    node: Any
+    network: Any = None
+
+
+class _Garble(_Act):
+    action: Literal["garble"]
+    node: Any
+    share: Any = None
+
+
+class _Cut(_Act):
+    action: Literal["cut"]
+    from_: Any = Field(alias="from")
+    to: Any
+
+
+class _Partition(_Act):
+    action: Literal["partition"]
+    groups: Any = None
+
+
+class _Heal(_Act):
+    action: Literal["heal"]
+
+
+_Nemesis = Annotated[
+    _OnNode | _Leave | _Link_ | _Garble | _Cut | _Partition | _Heal,
+    Field(discriminator="action"),
+]
+
+
+class _ScenarioFile(_Tbl):
+    name: Any = None
+    protocol: Any = None
+    nodes: Any = None
+    joiners: Any = None
+    duration: Any = None
+    seed: Any = None
+    count_bytes: bool = True
+    trace_packets: bool = False
+    fixed: bool = False
+    settings: dict[str, Any] = {}
+    network: _Network = _Network()
+    workload: list[_Workload] = []
+    nemesis: list[_Nemesis] = []
+
+
+def _where(source: str, loc: tuple[int | str, ...]) -> str:
+    """``x.toml: network.links[0].from``: the key as the file names it (the tag pydantic
+    puts after a nemesis index, the action, is not part of it)."""
+    out = ""
+    for i, part in enumerate(loc):
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif loc[0] == "nemesis" and i == 2 and part in ACTIONS:
+            continue
+        else:
+            out += f".{part}" if out else part
+    return f"{source}: {out}"
+
+
+def _known_keys(model: type[BaseModel]) -> str:
+    return ", ".join(sorted(f.alias or name for name, f in model.model_fields.items()))
+
+
+_ACTION_MODELS: dict[str, type[BaseModel]] = {
+    a: m
+    for m in (_OnNode, _Leave, _Link_, _Garble, _Cut, _Partition, _Heal)
+    for a in m.model_fields["action"].annotation.__args__  # type: ignore[union-attr]
+}
+
+
+def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel]:
+    """The model of the table ``loc`` (a key's path) ends in."""
+    model: type[BaseModel] = _ScenarioFile
+    for i, part in enumerate(loc[:-1]):
+        if isinstance(part, int):
+            continue
+        if loc[0] == "nemesis" and i == 2:
+            model = _ACTION_MODELS[str(part)]
+            continue
+        field = model.model_fields.get(str(part)) or next(
+            f for f in model.model_fields.values() if f.alias == part
+        )
+        inner = field.annotation
+        args = getattr(inner, "__args__", ())
+        model = next((a for a in args if isinstance(a, type) and issubclass(a, BaseModel)), inner)  # type: ignore[assignment]
+    return model
+
+
+def _message(err: Mapping[str, Any]) -> str:
+    """What the key should have held, in the words the section parsers use."""
+    loc, kind, value = tuple(err["loc"]), err["type"], err.get("input")
+    if kind == "extra_forbidden":
+        return f"unknown key (known here: {_known_keys(_model_at(loc))})"
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        action = value.get("action") if isinstance(value, dict) else None
+        return f"unknown action {action!r} (use {', '.join(ACTIONS)})"
+    if kind == "missing":
+        tag = loc[2] if loc[0] == "nemesis" and len(loc) > 3 else None
+        return f"required for {tag}" if tag and loc[-1] != "at" else "required"
+    if kind == "bool_type":
+        return f"expected true or false, got {value!r}"
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        return f"expected a table, got {type(value).__name__}"
+    if kind == "list_type":
+        return f"use [[{'.'.join(str(p) for p in loc)}]] tables"
+    return str(err["msg"])
+
+
+def _validate_file(data: Mapping[str, Any], source: str) -> None:
+    """Refuse a scenario whose tables hold a key they do not know, or a value of the
+    wrong shape, naming the file and the key (an unknown key first)."""
+    try:
+        _ScenarioFile.model_validate(dict(data))
+    except ValidationError as e:
+        errors = e.errors(include_url=False)
+        first = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
+        loc = tuple(first["loc"])
+        if first["type"] in ("union_tag_invalid", "union_tag_not_found"):
+            loc = (*loc, "action")
+        raise ScenarioError(f"{_where(source, loc)}: {_message(first)}") from None
+
+
 # ---------------------------------------------------------------- parsing helpers
 
 
 class _Table:
-    """A TOML table being consumed: tracks used keys to report unknown ones."""
+    """A TOML table being read, its keys already checked by :class:`_ScenarioFile`:
+    names each key as the file does."""
 
     def __init__(self, raw: Any, where: str, sep: str = "."):
         if not isinstance(raw, dict):
@@ -161,10 +360,8 @@ class _Table:
         self.raw = raw
         self.where = where
         self.sep = sep
-        self.used: set[str] = set()
 
     def get(self, key: str, default: Any = None) -> Any:
-        self.used.add(key)
         return self.raw.get(key, default)
 
     def has(self, key: str) -> bool:
@@ -172,12 +369,6 @@ class _Table:
 
     def path(self, key: str) -> str:
         return f"{self.where}{self.sep}{key}" if self.where else key
-
-    def done(self, allowed_extra: tuple[str, ...] = ()) -> None:
-        unknown = sorted(set(self.raw) - self.used - set(allowed_extra))
-        if unknown:
-            known = ", ".join(sorted(self.used))
-            raise ScenarioError(f"{self.path(unknown[0])}: unknown key (known here: {known})")
 
 
 def _err(where: str, msg: str) -> ScenarioError:
@@ -284,7 +475,6 @@ def _parse_network(raw: Any, nodes: tuple[str, ...], where: str) -> NetworkModel
         lmatch = lt.get("match")
         if lmatch is not None and (not isinstance(lmatch, str) or not lmatch):
             raise _err(lt.path("match"), f"expected a message class name, got {lmatch!r}")
-        lt.done()
         links.append(LinkRule(src, dst, lat, loss, dup, lmatch))
     drops = []
     for i, dr in enumerate(t.get("drop", []) or []):
@@ -297,9 +487,7 @@ def _parse_network(raw: Any, nodes: tuple[str, ...], where: str) -> NetworkModel
         match = dt.get("match")
         if match is not None and not isinstance(match, str):
             raise _err(dt.path("match"), f"expected a message class name, got {match!r}")
-        dt.done()
         drops.append(DropRule(src, dst, nth, match))
-    t.done()
     return NetworkModel(links=tuple(links), drops=tuple(drops), **kw)
 
 
@@ -347,7 +535,6 @@ def _parse_workload(raw: Any, nodes: tuple[str, ...], where: str) -> Workload:
         arrivals=arrivals,
         hold=_duration_or(t, "hold", 1_000_000),
     )
-    t.done()
     return wl
 
 
@@ -418,7 +605,6 @@ def _parse_action(raw: Any, all_nodes: tuple[str, ...], networks: int, where: st
                 seen.add(n)
             parsed.append(grp)
         groups = tuple(parsed)
-    t.done()
     return Action(at, action, node, groups, network, linger, cut_from, cut_to, share)
 
 
@@ -466,6 +652,7 @@ def _check_schedule(sc: Scenario) -> None:
 
 def parse_scenario(data: Mapping[str, Any], source: str = "<scenario>") -> Scenario:
     """Validate a scenario given as a parsed TOML document."""
+    _validate_file(data, source)
     t = _Table(dict(data), f"{source}:", sep=" ")
 
     def path(key: str) -> str:
@@ -504,25 +691,15 @@ def parse_scenario(data: Mapping[str, Any], source: str = "<scenario>") -> Scena
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ScenarioError(f"{path('seed')}: expected an integer, got {seed!r}")
     count_bytes = t.get("count_bytes", True)
-    if not isinstance(count_bytes, bool):
-        raise ScenarioError(f"{path('count_bytes')}: expected true or false")
     trace_packets = t.get("trace_packets", False)
-    if not isinstance(trace_packets, bool):
-        raise ScenarioError(f"{path('trace_packets')}: expected true or false")
     fixed = t.get("fixed", False)
-    if not isinstance(fixed, bool):
-        raise ScenarioError(f"{path('fixed')}: expected true or false")
     raw_settings = t.get("settings", {})
-    if not isinstance(raw_settings, dict):
-        raise ScenarioError(f"{path('settings')}: expected a table")
     try:
         settings = spec.resolve_settings(raw_settings, f"{source}: settings")
     except ValueError as e:
         raise ScenarioError(str(e)) from None
     network = _parse_network(t.get("network", {}), all_nodes, path("network"))
     raw_wl = t.get("workload", [])
-    if not isinstance(raw_wl, list):
-        raise ScenarioError(f"{path('workload')}: use [[workload]] tables")
     workloads = tuple(
         _parse_workload(w, all_nodes, f"{path('workload')}[{i}]") for i, w in enumerate(raw_wl)
     )
@@ -532,14 +709,11 @@ def parse_scenario(data: Mapping[str, Any], source: str = "<scenario>") -> Scena
                 f"{path('workload')}[{i}].kind: protocol {protocol!r} offers no lock"
             )
     raw_nem = t.get("nemesis", [])
-    if not isinstance(raw_nem, list):
-        raise ScenarioError(f"{path('nemesis')}: use [[nemesis]] tables")
     actions = [
         _parse_action(a, all_nodes, network.networks, f"{path('nemesis')}[{i}]")
         for i, a in enumerate(raw_nem)
     ]
     order = sorted(range(len(actions)), key=lambda i: actions[i].at)
-    t.done()
     sc = Scenario(
         name=name,
         protocol=protocol,

@@ -8,9 +8,9 @@ from pathlib import Path
 from ringcast.protocols.raincore._state import (
     ON_TOKEN,
     STATES,
-    TRANSITIONS,
+    TABLE,
     Action,
-    Event,
+    Ev,
     TokenState,
     ViewState,
     mermaid,
@@ -22,19 +22,19 @@ DOC = Path(__file__).resolve().parents[3] / "docs" / "protocols" / "raincore.md"
 
 def test_seven_reachable_states_and_eight_events() -> None:
     assert len(STATES) == 7 == len(set(STATES))
-    assert len(Event) == 8
+    assert len(Ev) == 8
     unreachable = {
         (TokenState.STARVING, ViewState.AGREEMENT),
         (TokenState.STARVING, ViewState.RESERVE),
     }
     assert set(STATES) | unreachable == {(t, v) for t in TokenState for v in ViewState}
     for state in STATES:
-        assert set(TRANSITIONS[state]) == set(Event)
+        assert set(TABLE.row(state)) == set(Ev)
 
 
 def test_every_target_is_a_reachable_state_and_every_action_is_implemented() -> None:
     for state in STATES:
-        for tr in TRANSITIONS[state].values():
+        for tr in TABLE.row(state).values():
             assert tr.targets and set(tr.targets) <= set(STATES)
     for action in Action:
         assert callable(getattr(RaincoreMachine, "_" + action.value))
@@ -49,13 +49,13 @@ def test_figure_9_view_rules() -> None:
     )
     # "The normal view state transition can only occur in Eating token state."
     for state in STATES:
-        tr = TRANSITIONS[state][Event.TOKEN_RECEIVED]
+        tr = TABLE.row(state)[Ev.TOKEN_RECEIVED]
         assert all(t[0] in (TokenState.EATING, state[0]) for t in tr.targets)
 
 
 def test_starving_implies_chaos_in_the_table() -> None:
     for state in STATES:
-        for tr in TRANSITIONS[state].values():
+        for tr in TABLE.row(state).values():
             for token, view in tr.targets:
                 assert token is not TokenState.STARVING or view is ViewState.CHAOS
 
@@ -72,15 +72,15 @@ def test_doc_contains_exactly_the_rendered_diagram() -> None:
 
 def test_the_machine_dispatches_on_the_core_fsm_table() -> None:
     from ringcast.core.fsm import TransitionTable
-    from ringcast.protocols.raincore._state import INITIAL_STATES, TABLE
+    from ringcast.protocols.raincore._state import INITIAL_STATES
 
     assert isinstance(TABLE, TransitionTable)
     for state in STATES:
-        for event, tr in TRANSITIONS[state].items():
+        for event, tr in TABLE.row(state).items():
             assert TABLE.lookup(state, event) is tr
     # Every boot state is a self-loop of Initialization: the diagram draws it as [*].
     for state in INITIAL_STATES:
-        assert TABLE.lookup(state, Event.INITIALIZATION).targets == (state,)
+        assert TABLE.lookup(state, Ev.INITIALIZATION).targets == (state,)
     # A landing outside the table is an invariant row naming the table, never an error.
-    bad = TABLE.check(STATES[0], Event.TOKEN_RECEIVED, STATES[-1])
+    bad = TABLE.check(STATES[0], Ev.TOKEN_RECEIVED, STATES[-1])
     assert bad is not None and bad.kind == "invariant" and bad.fields["table"] == "raincore"

@@ -73,7 +73,7 @@ def in_commit() -> tuple[TotemMachine, CommitToken]:
 
 def snapshot(m: TotemMachine) -> dict[str, Any]:
     """The machine's state, to compare before and after a rejected message."""
-    skip = {"now", "ctx", "_actions", "_handlers", "_current_ev"}
+    skip = {"now", "ctx", "fsm"}
     return {k: copy.deepcopy(v) for k, v in vars(m).items() if k not in skip}
 
 

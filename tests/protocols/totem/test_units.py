@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from ringcast.core.codec import decode, encode
-from ringcast.core.effects import Backpressure, Multicast, Persist, Record, Send
+from ringcast.core.effects import Backpressure, Effect, Multicast, Persist, Record, Send
 from ringcast.core.events import Received, Start, Submit
+from ringcast.core.fsm import Driver
 from ringcast.core.machine import MachineContext
 from ringcast.protocols import registry
 from ringcast.protocols.totem import SPEC, render_mermaid
@@ -25,7 +26,7 @@ from ringcast.protocols.totem._messages import (
     RingId,
     Token,
 )
-from ringcast.protocols.totem._state import TRANSITIONS, Ev, State
+from ringcast.protocols.totem._state import ROWS, TABLE, Action, Ev, State
 from ringcast.protocols.totem.flow import allowance
 from ringcast.protocols.totem.ordering import RingLog
 from ringcast.protocols.totem.packing import Packer, Reassembler
@@ -59,9 +60,9 @@ def test_doc_contains_exactly_the_rendered_state_diagram() -> None:
 
 
 def test_table_covers_the_four_states_and_the_seed_events() -> None:
-    assert {s for s, _ in TRANSITIONS} == set(State)
-    assert {e for _, e in TRANSITIONS} == set(Ev)
-    for (_, ev), tr in TRANSITIONS.items():
+    assert {s for s, _ in ROWS} == set(State)
+    assert {e for _, e in ROWS} == set(Ev)
+    for (_, ev), tr in ROWS.items():
         assert tr.targets, ev
 
 
@@ -235,10 +236,9 @@ def test_duplicate_token_is_dropped() -> None:
 
 def test_dispatch_is_the_platform_table() -> None:
     from ringcast.core.fsm import TransitionTable
-    from ringcast.protocols.totem._state import TABLE
 
     assert isinstance(TABLE, TransitionTable)
-    assert TABLE.rows == TRANSITIONS
+    assert TABLE.rows == ROWS
     m = _machine()
     m.handle(Start(), 0)
     # a regular token in Gather: the table's unlisted row, state unchanged
@@ -250,9 +250,15 @@ def test_dispatch_is_the_platform_table() -> None:
 def test_a_target_outside_the_table_is_an_invariant_row_not_an_exception() -> None:
     m = _machine()
     m.handle(Start(), 0)
-    out: list[object] = []
-    m._current_ev = Ev.JOIN_TIMEOUT  # Gather on a join timeout may only stay in Gather
-    m._set_state(State.RECOVERY, out, "forced by the test")
+
+    def force(now: int) -> list[Effect]:
+        out: list[Effect] = []
+        m._set_state(State.RECOVERY, out, "forced by the test")
+        return out
+
+    # Gather on a join timeout may only stay in Gather.
+    m.fsm = Driver(TABLE, m, {**{a: m._act_mcast for a in Action}, Action.JOIN_TIMEOUT: force})
+    out = m.fsm.step(Ev.JOIN_TIMEOUT, 1)
     inv = [e for e in out if type(e) is Record and e.kind == "invariant"]
     assert len(inv) == 1 and inv[0].fields["before"] == "Gather"
     assert inv[0].fields["after"] == "Recovery"

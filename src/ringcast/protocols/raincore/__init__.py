@@ -16,9 +16,9 @@ from ringcast.core.units import MS
 from ringcast.layers import ReliableUnicast, Stack
 from ringcast.protocols.raincore._messages import MESSAGE_TYPES, Msg911, Status, Token
 from ringcast.protocols.raincore._state import (
+    ROWS,
     STATES,
     TABLE,
-    TRANSITIONS,
     TokenState,
     ViewState,
     mermaid,
@@ -188,11 +188,11 @@ SPEC = register(
 
 __all__ = [
     "MESSAGE_TYPES",
+    "ROWS",
     "SETTINGS",
     "SPEC",
     "STATES",
     "TABLE",
-    "TRANSITIONS",
     "Msg911",
     "RaincoreMachine",
     "RaincoreSettings",

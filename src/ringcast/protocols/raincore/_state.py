@@ -2,11 +2,12 @@
 
 Each node is in one View State (Agreement, Chaos, Reserve) and one Token State
 (Eating, Hungry, Starving); "two of the nine states are not reachable, so it is
-actually a seven-state state machine". :data:`TRANSITIONS` lists, for each of the
+actually a seven-state state machine". :data:`ROWS` lists, for each of the
 seven states and each of the eight events of the pseudo code, the action the machine
-takes and every state the action may end in. :mod:`.machine` dispatches on this table
-(:data:`TABLE`, a :class:`ringcast.core.fsm.TransitionTable` built from it) and checks
-after each step that it landed in one of the listed states; :func:`mermaid` renders the
+takes and every state the action may end in. :mod:`.machine` runs on this table
+(:data:`TABLE`, a :class:`ringcast.core.fsm.TransitionTable` built from it) through
+:class:`ringcast.core.fsm.Driver`, which checks after each step that the node landed in
+one of the listed states; :func:`mermaid` renders the
 table as the Figure 11 diagram of the docs.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import enum
 
-from ringcast.core.fsm import Transition, TransitionTable
+from ringcast.core.fsm import IGNORE, TableEnum, Transition, TransitionTable
 
 
 class TokenState(enum.StrEnum):
@@ -63,7 +64,7 @@ STATES: tuple[State, ...] = (
 """The seven reachable states, in the order the Raincore paper lists them."""
 
 
-class Event(enum.Enum):
+class Ev(TableEnum):
     """The eight events of the pseudo code ("1. Initialization" ... "8. Starving timeout")."""
 
     INITIALIZATION = "Initialization"
@@ -76,7 +77,7 @@ class Event(enum.Enum):
     STARVING_TIMEOUT = "Starving timeout"
 
 
-class Action(enum.Enum):
+class Action(enum.StrEnum):
     """What the machine does; one method of :class:`~.machine.RaincoreMachine` each."""
 
     INITIALIZE = "initialize"  # 1: create the token (first member) or wait / call 911
@@ -89,7 +90,6 @@ class Action(enum.Enum):
     PASS_TOKEN = "pass_token"  # 6: add newNodes, send the token on, become Hungry
     STARVE = "starve"  # 7: Starving + Chaos, 911 with status YES
     CALL_911_AGAIN = "call_911_again"  # 8: "Restart STARVING timeout ... Send out 911"
-    IGNORE = "ignore"  # a stale timer of a state the node has left
 
 
 def _t(action: Action, *targets: State) -> Transition[State]:
@@ -97,95 +97,94 @@ def _t(action: Action, *targets: State) -> Transition[State]:
     return Transition(action.value, targets)
 
 
-_IGNORE_IN = {s: _t(Action.IGNORE, s) for s in STATES}
+# A stale timer of a state the node has left does nothing.
+_IGNORE_IN = {s: Transition(IGNORE, (s,)) for s in STATES}
 
 # The explicit table: 7 states x 8 events. Read a row as "in this state, on this event,
 # do this, and end in one of these states".
-TRANSITIONS: dict[State, dict[Event, Transition[State]]] = {
+_BY_STATE: dict[State, dict[Ev, Transition[State]]] = {
     EATING_AGREEMENT: {
         # The first member boots here and creates the token (Fig. 12's ABCD(a)11).
-        Event.INITIALIZATION: _t(Action.INITIALIZE, EATING_AGREEMENT),
-        Event.TOKEN_RECEIVED: _t(Action.DROP_TOKEN, EATING_AGREEMENT),
-        Event.NINE11_RECEIVED: _t(Action.HANDLE_911, EATING_AGREEMENT),
-        Event.TOKEN_DELIVERY_FAILURE: _t(Action.DISCARD_RETURNED_TOKEN, EATING_AGREEMENT),
-        Event.NINE11_DELIVERY_FAILURE: _t(Action.REROUTE_911, EATING_AGREEMENT),
-        Event.EATING_TIMEOUT: _t(
-            Action.PASS_TOKEN, HUNGRY_AGREEMENT, HUNGRY_CHAOS, EATING_AGREEMENT
-        ),
-        Event.HUNGRY_TIMEOUT: _IGNORE_IN[EATING_AGREEMENT],
-        Event.STARVING_TIMEOUT: _IGNORE_IN[EATING_AGREEMENT],
+        Ev.INITIALIZATION: _t(Action.INITIALIZE, EATING_AGREEMENT),
+        Ev.TOKEN_RECEIVED: _t(Action.DROP_TOKEN, EATING_AGREEMENT),
+        Ev.NINE11_RECEIVED: _t(Action.HANDLE_911, EATING_AGREEMENT),
+        Ev.TOKEN_DELIVERY_FAILURE: _t(Action.DISCARD_RETURNED_TOKEN, EATING_AGREEMENT),
+        Ev.NINE11_DELIVERY_FAILURE: _t(Action.REROUTE_911, EATING_AGREEMENT),
+        Ev.EATING_TIMEOUT: _t(Action.PASS_TOKEN, HUNGRY_AGREEMENT, HUNGRY_CHAOS, EATING_AGREEMENT),
+        Ev.HUNGRY_TIMEOUT: _IGNORE_IN[EATING_AGREEMENT],
+        Ev.STARVING_TIMEOUT: _IGNORE_IN[EATING_AGREEMENT],
     },
     HUNGRY_AGREEMENT: {
         # The other members boot here and wait for the token.
-        Event.INITIALIZATION: _t(Action.INITIALIZE, HUNGRY_AGREEMENT),
-        Event.TOKEN_RECEIVED: _t(
+        Ev.INITIALIZATION: _t(Action.INITIALIZE, HUNGRY_AGREEMENT),
+        Ev.TOKEN_RECEIVED: _t(
             Action.ACCEPT_TOKEN, EATING_AGREEMENT, EATING_CHAOS, HUNGRY_AGREEMENT
         ),
-        Event.NINE11_RECEIVED: _t(Action.HANDLE_911, HUNGRY_AGREEMENT),
-        Event.TOKEN_DELIVERY_FAILURE: _t(
+        Ev.NINE11_RECEIVED: _t(Action.HANDLE_911, HUNGRY_AGREEMENT),
+        Ev.TOKEN_DELIVERY_FAILURE: _t(
             Action.REROUTE_TOKEN, HUNGRY_CHAOS, EATING_AGREEMENT, STARVING_CHAOS, HUNGRY_AGREEMENT
         ),
-        Event.NINE11_DELIVERY_FAILURE: _t(Action.REROUTE_911, HUNGRY_AGREEMENT),
-        Event.EATING_TIMEOUT: _IGNORE_IN[HUNGRY_AGREEMENT],
-        Event.HUNGRY_TIMEOUT: _t(Action.STARVE, STARVING_CHAOS),
-        Event.STARVING_TIMEOUT: _IGNORE_IN[HUNGRY_AGREEMENT],
+        Ev.NINE11_DELIVERY_FAILURE: _t(Action.REROUTE_911, HUNGRY_AGREEMENT),
+        Ev.EATING_TIMEOUT: _IGNORE_IN[HUNGRY_AGREEMENT],
+        Ev.HUNGRY_TIMEOUT: _t(Action.STARVE, STARVING_CHAOS),
+        Ev.STARVING_TIMEOUT: _IGNORE_IN[HUNGRY_AGREEMENT],
     },
     EATING_RESERVE: {
-        Event.INITIALIZATION: _IGNORE_IN[EATING_RESERVE],
-        Event.TOKEN_RECEIVED: _t(Action.DROP_TOKEN, EATING_RESERVE),
-        Event.NINE11_RECEIVED: _t(Action.HANDLE_911, EATING_RESERVE),
-        Event.TOKEN_DELIVERY_FAILURE: _t(Action.DISCARD_RETURNED_TOKEN, EATING_RESERVE),
-        Event.NINE11_DELIVERY_FAILURE: _t(Action.REROUTE_911, EATING_RESERVE),
-        Event.EATING_TIMEOUT: _t(Action.PASS_TOKEN, HUNGRY_RESERVE, HUNGRY_CHAOS, EATING_RESERVE),
-        Event.HUNGRY_TIMEOUT: _IGNORE_IN[EATING_RESERVE],
-        Event.STARVING_TIMEOUT: _IGNORE_IN[EATING_RESERVE],
+        Ev.INITIALIZATION: _IGNORE_IN[EATING_RESERVE],
+        Ev.TOKEN_RECEIVED: _t(Action.DROP_TOKEN, EATING_RESERVE),
+        Ev.NINE11_RECEIVED: _t(Action.HANDLE_911, EATING_RESERVE),
+        Ev.TOKEN_DELIVERY_FAILURE: _t(Action.DISCARD_RETURNED_TOKEN, EATING_RESERVE),
+        Ev.NINE11_DELIVERY_FAILURE: _t(Action.REROUTE_911, EATING_RESERVE),
+        Ev.EATING_TIMEOUT: _t(Action.PASS_TOKEN, HUNGRY_RESERVE, HUNGRY_CHAOS, EATING_RESERVE),
+        Ev.HUNGRY_TIMEOUT: _IGNORE_IN[EATING_RESERVE],
+        Ev.STARVING_TIMEOUT: _IGNORE_IN[EATING_RESERVE],
     },
     HUNGRY_RESERVE: {
-        Event.INITIALIZATION: _IGNORE_IN[HUNGRY_RESERVE],
-        Event.TOKEN_RECEIVED: _t(
+        Ev.INITIALIZATION: _IGNORE_IN[HUNGRY_RESERVE],
+        Ev.TOKEN_RECEIVED: _t(
             Action.ACCEPT_TOKEN, EATING_AGREEMENT, EATING_CHAOS, EATING_RESERVE, HUNGRY_RESERVE
         ),
-        Event.NINE11_RECEIVED: _t(Action.HANDLE_911, HUNGRY_RESERVE),
-        Event.TOKEN_DELIVERY_FAILURE: _t(
+        Ev.NINE11_RECEIVED: _t(Action.HANDLE_911, HUNGRY_RESERVE),
+        Ev.TOKEN_DELIVERY_FAILURE: _t(
             Action.REROUTE_TOKEN, HUNGRY_CHAOS, EATING_AGREEMENT, STARVING_CHAOS, HUNGRY_RESERVE
         ),
-        Event.NINE11_DELIVERY_FAILURE: _t(Action.REROUTE_911, HUNGRY_RESERVE),
-        Event.EATING_TIMEOUT: _IGNORE_IN[HUNGRY_RESERVE],
-        Event.HUNGRY_TIMEOUT: _t(Action.STARVE, STARVING_CHAOS),
-        Event.STARVING_TIMEOUT: _IGNORE_IN[HUNGRY_RESERVE],
+        Ev.NINE11_DELIVERY_FAILURE: _t(Action.REROUTE_911, HUNGRY_RESERVE),
+        Ev.EATING_TIMEOUT: _IGNORE_IN[HUNGRY_RESERVE],
+        Ev.HUNGRY_TIMEOUT: _t(Action.STARVE, STARVING_CHAOS),
+        Ev.STARVING_TIMEOUT: _IGNORE_IN[HUNGRY_RESERVE],
     },
     EATING_CHAOS: {
-        Event.INITIALIZATION: _IGNORE_IN[EATING_CHAOS],
-        Event.TOKEN_RECEIVED: _t(Action.DROP_TOKEN, EATING_CHAOS),
-        Event.NINE11_RECEIVED: _t(Action.HANDLE_911, EATING_CHAOS),
-        Event.TOKEN_DELIVERY_FAILURE: _t(Action.DISCARD_RETURNED_TOKEN, EATING_CHAOS),
-        Event.NINE11_DELIVERY_FAILURE: _t(Action.REROUTE_911, EATING_CHAOS),
-        Event.EATING_TIMEOUT: _t(Action.PASS_TOKEN, HUNGRY_CHAOS, EATING_CHAOS),
-        Event.HUNGRY_TIMEOUT: _IGNORE_IN[EATING_CHAOS],
-        Event.STARVING_TIMEOUT: _IGNORE_IN[EATING_CHAOS],
+        Ev.INITIALIZATION: _IGNORE_IN[EATING_CHAOS],
+        Ev.TOKEN_RECEIVED: _t(Action.DROP_TOKEN, EATING_CHAOS),
+        Ev.NINE11_RECEIVED: _t(Action.HANDLE_911, EATING_CHAOS),
+        Ev.TOKEN_DELIVERY_FAILURE: _t(Action.DISCARD_RETURNED_TOKEN, EATING_CHAOS),
+        Ev.NINE11_DELIVERY_FAILURE: _t(Action.REROUTE_911, EATING_CHAOS),
+        Ev.EATING_TIMEOUT: _t(Action.PASS_TOKEN, HUNGRY_CHAOS, EATING_CHAOS),
+        Ev.HUNGRY_TIMEOUT: _IGNORE_IN[EATING_CHAOS],
+        Ev.STARVING_TIMEOUT: _IGNORE_IN[EATING_CHAOS],
     },
     HUNGRY_CHAOS: {
-        Event.INITIALIZATION: _IGNORE_IN[HUNGRY_CHAOS],
-        Event.TOKEN_RECEIVED: _t(Action.ACCEPT_TOKEN, EATING_CHAOS, EATING_RESERVE, HUNGRY_CHAOS),
-        Event.NINE11_RECEIVED: _t(Action.HANDLE_911, HUNGRY_CHAOS),
-        Event.TOKEN_DELIVERY_FAILURE: _t(
+        Ev.INITIALIZATION: _IGNORE_IN[HUNGRY_CHAOS],
+        Ev.TOKEN_RECEIVED: _t(Action.ACCEPT_TOKEN, EATING_CHAOS, EATING_RESERVE, HUNGRY_CHAOS),
+        Ev.NINE11_RECEIVED: _t(Action.HANDLE_911, HUNGRY_CHAOS),
+        Ev.TOKEN_DELIVERY_FAILURE: _t(
             Action.REROUTE_TOKEN, HUNGRY_CHAOS, EATING_AGREEMENT, STARVING_CHAOS
         ),
-        Event.NINE11_DELIVERY_FAILURE: _t(Action.REROUTE_911, HUNGRY_CHAOS),
-        Event.EATING_TIMEOUT: _IGNORE_IN[HUNGRY_CHAOS],
-        Event.HUNGRY_TIMEOUT: _t(Action.STARVE, STARVING_CHAOS),
-        Event.STARVING_TIMEOUT: _IGNORE_IN[HUNGRY_CHAOS],
+        Ev.NINE11_DELIVERY_FAILURE: _t(Action.REROUTE_911, HUNGRY_CHAOS),
+        Ev.EATING_TIMEOUT: _IGNORE_IN[HUNGRY_CHAOS],
+        Ev.HUNGRY_TIMEOUT: _t(Action.STARVE, STARVING_CHAOS),
+        Ev.STARVING_TIMEOUT: _IGNORE_IN[HUNGRY_CHAOS],
     },
     STARVING_CHAOS: {
         # A joining node, and a node recovered with its state, boot here (Fig. 14).
-        Event.INITIALIZATION: _t(Action.INITIALIZE, STARVING_CHAOS),
-        Event.TOKEN_RECEIVED: _t(Action.ACCEPT_TOKEN, EATING_CHAOS, EATING_RESERVE, STARVING_CHAOS),
-        Event.NINE11_RECEIVED: _t(Action.HANDLE_911, EATING_CHAOS, STARVING_CHAOS),
-        Event.TOKEN_DELIVERY_FAILURE: _t(Action.DISCARD_RETURNED_TOKEN, STARVING_CHAOS),
-        Event.NINE11_DELIVERY_FAILURE: _t(Action.REROUTE_911, STARVING_CHAOS, EATING_CHAOS),
-        Event.EATING_TIMEOUT: _IGNORE_IN[STARVING_CHAOS],
-        Event.HUNGRY_TIMEOUT: _IGNORE_IN[STARVING_CHAOS],
-        Event.STARVING_TIMEOUT: _t(Action.CALL_911_AGAIN, STARVING_CHAOS, EATING_CHAOS),
+        Ev.INITIALIZATION: _t(Action.INITIALIZE, STARVING_CHAOS),
+        Ev.TOKEN_RECEIVED: _t(Action.ACCEPT_TOKEN, EATING_CHAOS, EATING_RESERVE, STARVING_CHAOS),
+        Ev.NINE11_RECEIVED: _t(Action.HANDLE_911, EATING_CHAOS, STARVING_CHAOS),
+        Ev.TOKEN_DELIVERY_FAILURE: _t(Action.DISCARD_RETURNED_TOKEN, STARVING_CHAOS),
+        Ev.NINE11_DELIVERY_FAILURE: _t(Action.REROUTE_911, STARVING_CHAOS, EATING_CHAOS),
+        Ev.EATING_TIMEOUT: _IGNORE_IN[STARVING_CHAOS],
+        Ev.HUNGRY_TIMEOUT: _IGNORE_IN[STARVING_CHAOS],
+        Ev.STARVING_TIMEOUT: _t(Action.CALL_911_AGAIN, STARVING_CHAOS, EATING_CHAOS),
     },
 }
 
@@ -240,12 +239,16 @@ INITIAL_STATES: tuple[State, ...] = (EATING_AGREEMENT, HUNGRY_AGREEMENT, STARVIN
 """Where a node boots: the first member (it creates the token), the other members, a
 joining or recovered node."""
 
-TABLE: TransitionTable[State, Event] = TransitionTable(
+ROWS: dict[tuple[State, Ev], Transition[State]] = {
+    (state, ev): tr for state in STATES for ev, tr in _BY_STATE[state].items()
+}
+
+TABLE: TransitionTable[State, Ev] = TransitionTable(
     "raincore",
-    {(state, event): tr for state in STATES for event, tr in TRANSITIONS[state].items()},
+    ROWS,
     states=STATES,
-    events=tuple(Event),
-    initial=[(state, Event.INITIALIZATION.value) for state in INITIAL_STATES],
+    events=tuple(Ev),
+    initial=[(state, Ev.INITIALIZATION.value) for state in INITIAL_STATES],
     label=_name,
 )
 """Figure 11 as the project's one transition-table convention (``ringcast.core.fsm``)."""

@@ -10,7 +10,6 @@ was made is marked "Decision" and listed in docs/protocols/raincore.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +35,7 @@ from ringcast.core.events import (
     Submit,
     TimerFired,
 )
+from ringcast.core.fsm import Driver
 from ringcast.core.ids import NodeId, View
 from ringcast.core.machine import MachineContext
 from ringcast.protocols.raincore._messages import (
@@ -58,7 +58,8 @@ from ringcast.protocols.raincore._ring import (
 from ringcast.protocols.raincore._state import (
     ON_TOKEN,
     TABLE,
-    Event,
+    Action,
+    Ev,
     Sight,
     State,
     TokenState,
@@ -72,9 +73,9 @@ EATING_TIMER = "rc:eating"
 HUNGRY_TIMER = "rc:hungry"
 STARVING_TIMER = "rc:starving"
 _TIMER_EVENTS = {
-    EATING_TIMER: Event.EATING_TIMEOUT,
-    HUNGRY_TIMER: Event.HUNGRY_TIMEOUT,
-    STARVING_TIMER: Event.STARVING_TIMEOUT,
+    EATING_TIMER: Ev.EATING_TIMEOUT,
+    HUNGRY_TIMER: Ev.HUNGRY_TIMEOUT,
+    STARVING_TIMER: Ev.STARVING_TIMEOUT,
 }
 
 REGENERATION_GAP = 1 << 20
@@ -119,6 +120,22 @@ class RaincoreMachine:
     def __init__(self, ctx: MachineContext, settings: RaincoreSettings):
         self.node_id: NodeId = ctx.node_id
         self.settings = settings
+        self.fsm = Driver(
+            TABLE,
+            self,
+            {
+                Action.INITIALIZE: self._initialize,
+                Action.ACCEPT_TOKEN: self._accept_token,
+                Action.DROP_TOKEN: self._drop_token,
+                Action.HANDLE_911: self._handle_911,
+                Action.REROUTE_TOKEN: self._reroute_token,
+                Action.DISCARD_RETURNED_TOKEN: self._discard_returned_token,
+                Action.REROUTE_911: self._reroute_911,
+                Action.PASS_TOKEN: self._pass_token,
+                Action.STARVE: self._starve,
+                Action.CALL_911_AGAIN: self._call_911_again,
+            },
+        )
         self.contacts = tuple(n for n in (ctx.members or ctx.peers) if n != ctx.node_id)
         self._contact = 0
         # Figure 8: the local data structures.
@@ -216,26 +233,26 @@ class RaincoreMachine:
             # Decision 25: nothing from a packet is trusted; a bad message changes nothing.
             msg = event.msg
             if type(msg) is Token and msg.well_formed(self.limits):
-                return self._step(Event.TOKEN_RECEIVED, now, event.src, msg)
+                return self.fsm.step(Ev.TOKEN_RECEIVED, now, event.src, msg)
             if type(msg) is Msg911 and msg.well_formed(self.limits):
-                return self._step(Event.NINE11_RECEIVED, now, event.src, msg)
+                return self.fsm.step(Ev.NINE11_RECEIVED, now, event.src, msg)
             return [_drop("malformed or unknown message", src=event.src, type=type(msg).__name__)]
         if tp is TimerFired:
             ev = _TIMER_EVENTS.get(event.name)
             if ev is None:
                 return [_drop("unknown timer", timer=event.name)]
-            return self._step(ev, now)
+            return self.fsm.step(ev, now)
         if tp is SendFailed:
             msg = event.msg
             if type(msg) is Token and msg.well_formed(self.limits):
-                return self._step(
-                    Event.TOKEN_DELIVERY_FAILURE, now, event.dst, msg, event.unanswered
+                return self.fsm.step(
+                    Ev.TOKEN_DELIVERY_FAILURE, now, event.dst, msg, event.unanswered
                 )
             if type(msg) is Msg911 and msg.well_formed(self.limits):
-                return self._step(Event.NINE11_DELIVERY_FAILURE, now, event.dst, msg)
+                return self.fsm.step(Ev.NINE11_DELIVERY_FAILURE, now, event.dst, msg)
             return [_drop("delivery failure of an unknown message", dst=event.dst)]
         if tp is Start:
-            return self._step(Event.INITIALIZATION, now)
+            return self.fsm.step(Ev.INITIALIZATION, now)
         if tp is Submit:
             return self.multicast.submit(event)
         if tp is LockRequest:
@@ -246,25 +263,11 @@ class RaincoreMachine:
             if out and self.tokenState is TokenState.EATING:
                 # The lock was what kept the token here: pass it on now.
                 out.append(CancelTimer(EATING_TIMER))
-                out.extend(self._step(Event.EATING_TIMEOUT, now))
+                out.extend(self.fsm.step(Ev.EATING_TIMEOUT, now))
             return out
         if tp is Stop:
             return self._leave(now)
         return []  # Suspected / Unsuspected: Raincore's failure detector is the transport
-
-    def _step(self, event: Event, now: int, *args: Any) -> list[Effect]:
-        """Dispatch on the transition table (``ringcast.core.fsm``): look the pair up, run
-        its action, and record an ``invariant`` row if the node landed outside it."""
-        before = self.state
-        tr = TABLE.lookup(before, event)
-        if tr is None:  # every pair is listed; kept for the convention's sake
-            return [TABLE.unlisted(before, event)]
-        handler: Callable[..., list[Effect]] = getattr(self, "_" + tr.action)
-        out = handler(now, *args)
-        bad = TABLE.check(before, event, self.state)
-        if bad is not None:  # the table is the specification: say so loudly
-            out.append(bad)
-        return out
 
     # ------------------------------------------------------------------ 1. Initialization
 
@@ -690,16 +693,8 @@ class RaincoreMachine:
         )
         if m.destination_node == me:
             # Nobody else is left on the route: the 911 comes straight back.
-            return self._step_inline(Event.NINE11_RECEIVED, now, me, m)
+            return self.fsm.step(Ev.NINE11_RECEIVED, now, me, m)
         return [Record.of("911", op="rerouted", dst=m.destination_node), *self._send_911_msg(m)]
-
-    def _step_inline(self, event: Event, now: int, *args: Any) -> list[Effect]:
-        """An event the node raises itself inside another step (the table's action)."""
-        tr = TABLE.lookup(self.state, event)
-        if tr is None:
-            return [TABLE.unlisted(self.state, event)]
-        handler: Callable[..., list[Effect]] = getattr(self, "_" + tr.action)
-        return handler(now, *args)
 
     # ------------------------------------------------------------------ 6. Eating timeout
 
@@ -774,9 +769,6 @@ class RaincoreMachine:
         m = Msg911(NINE11_SIGNATURE, route, 0, 1, 0, self.lastTokenSeq, Status.YES)
         sent = Record.of("911", op="sent", seq=m.sequence_number, dst=route[1])
         return [sent, *self._send_911_msg(m)]
-
-    def _ignore(self, now: int, *args: Any) -> list[Effect]:
-        return []
 
     # ------------------------------------------------------------------ leaving
 

@@ -10,7 +10,7 @@ from ringcast.core.machine import Machine, MachineContext
 from ringcast.layers import Stack
 from ringcast.protocols.registry import ProtocolSpec, Setting, register
 from ringcast.protocols.totem._messages import MESSAGE_TYPES
-from ringcast.protocols.totem._state import TRANSITIONS, State, render_mermaid
+from ringcast.protocols.totem._state import ROWS, State, render_mermaid
 from ringcast.protocols.totem.machine import TotemMachine
 from ringcast.protocols.totem.rrp import MODES, RedundantRing, RrpSettings
 
@@ -130,9 +130,9 @@ SPEC = register(
 
 __all__ = [
     "MESSAGE_TYPES",
+    "ROWS",
     "SETTINGS",
     "SPEC",
-    "TRANSITIONS",
     "RedundantRing",
     "State",
     "TotemMachine",

@@ -1,14 +1,16 @@
 """The Totem single-ring machine: sans-IO, ``handle(event, now) -> effects``.
 
-Every event is classified into one of the seed's events (:class:`~._state.Ev`) and dispatched
-through the transition table of :mod:`._state`: the table names the action and the states it
-may lead to. Ordering lives in :mod:`.ordering`, membership bookkeeping in :mod:`.membership`,
+Every event is classified into one of the Totem paper's events (:class:`~._state.Ev`) and run
+through the transition table of :mod:`._state` by :class:`ringcast.core.fsm.Driver`: the table
+names the action (one ``_act_`` method, ``(now, *args) -> effects``) and the states it may
+lead to; :meth:`TotemMachine._set_state` reports each move to the driver, which checks it.
+Ordering lives in :mod:`.ordering`, membership bookkeeping in :mod:`.membership`,
 recovery in :mod:`.recovery`, flow control in :mod:`.flow`, packing in :mod:`.packing`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ringcast.core.effects import (
@@ -27,6 +29,7 @@ from ringcast.core.effects import (
     leader_of_view,
 )
 from ringcast.core.events import Event, Received, Start, Stop, Submit, TimerFired
+from ringcast.core.fsm import Driver
 from ringcast.core.ids import View
 from ringcast.core.machine import MachineContext
 from ringcast.protocols.totem import _validate, flow
@@ -41,7 +44,7 @@ from ringcast.protocols.totem._messages import (
     Token,
     TokenAck,
 )
-from ringcast.protocols.totem._state import INITIAL, TABLE, Ev, State
+from ringcast.protocols.totem._state import INITIAL, TABLE, Action, Ev, State
 from ringcast.protocols.totem.membership import Gatherer, new_commit_token
 from ringcast.protocols.totem.ordering import RingLog
 from ringcast.protocols.totem.packing import Packer, Reassembler
@@ -65,6 +68,11 @@ def transitional_view_id(new: RingId, old: RingId) -> str:
     Unique per configuration: the members that share the old ring and enter the new one.
     """
     return f"{new}/t/{old}"
+
+
+# The two events of every frame and every token, read once: a member read through its
+# enum class is a Python-level lookup on each use (Python 3.11).
+_MCAST, _TOKEN = Ev.MCAST, Ev.TOKEN
 
 
 class TotemMachine:
@@ -129,52 +137,36 @@ class TotemMachine:
         self.last_merge_detect = 0
         self.alone_ok = False  # a consensus timeout passed: a ring of one may form
         self.now = 0
-        self._actions: dict[str, Callable[..., None]] = {
-            "mcast": self._act_mcast,
-            "token": self._act_token,
-            "foreign": self._act_foreign,
-            "join": self._act_join,
-            "commit_token": self._act_commit_token,
-            "token_loss": self._act_token_loss,
-            "token_retransmit": self._act_token_retransmit,
-            "token_ack": self._act_token_ack,
-            "join_timeout": self._act_join_timeout,
-            "consensus_timeout": self._act_consensus_timeout,
-            "silence_timeout": self._act_silence_timeout,
-            "fail_to_recv": self._act_fail_to_recv,
-            "ignore": self._act_ignore,
-        }
-        self._handlers: dict[Ev, Callable[..., None]] = {}
-        self._current_ev: Ev | None = None
-        self._bind_state()
+        self.fsm = Driver(
+            TABLE,
+            self,
+            {
+                Action.MCAST: self._act_mcast,
+                Action.TOKEN: self._act_token,
+                Action.FOREIGN: self._act_foreign,
+                Action.JOIN: self._act_join,
+                Action.COMMIT_TOKEN: self._act_commit_token,
+                Action.TOKEN_LOSS: self._act_token_loss,
+                Action.TOKEN_RETRANSMIT: self._act_token_retransmit,
+                Action.TOKEN_ACK: self._act_token_ack,
+                Action.JOIN_TIMEOUT: self._act_join_timeout,
+                Action.CONSENSUS_TIMEOUT: self._act_consensus_timeout,
+                Action.SILENCE_TIMEOUT: self._act_silence_timeout,
+                Action.FAIL_TO_RECV: self._act_fail_to_recv,
+            },
+        )
 
     # ------------------------------------------------------------------ dispatch
 
-    def _bind_state(self) -> None:
-        """Cache the actions the current state's row of :data:`TABLE` lists."""
-        actions = self._actions
-        self._handlers = {ev: actions[tr.action] for ev, tr in TABLE.row(self.state).items()}
-
-    def _fire(self, ev: Ev, out: Out, *args: Any) -> None:
-        handler = self._handlers.get(ev)
-        if handler is None:
-            out.append(TABLE.unlisted(self.state, ev))
-            return
-        prev, self._current_ev = self._current_ev, ev
-        handler(out, *args)
-        self._current_ev = prev
-
     def _set_state(self, new: State, out: Out, reason: str) -> None:
+        """Move to ``new``: the driver checks the move against the event in hand."""
         if new is self.state:
             return
-        ev = self._current_ev
-        if ev is not None:
-            bad = TABLE.check(self.state, ev, new)
-            if bad is not None:  # the machine's own bug: recorded, and it carries on
-                out.append(bad)
+        bad = self.fsm.moved(new)
+        if bad is not None:  # the machine's own bug: recorded, and it carries on
+            out.append(bad)
         out.append(StateChanged.of(state=new.value, prev=self.state.value, reason=reason))
         self.state = new
-        self._bind_state()
 
     def handle(self, event: Event, now: int) -> list[Effect]:
         out: Out = []
@@ -210,9 +202,9 @@ class TotemMachine:
             if bad is not None:
                 self._invalid(msg, bad, out)
             elif rid == self.ring_id or (self.new_log is not None and rid == self.new_log.ring_id):
-                self._fire(Ev.MCAST, out, msg)
+                out += self.fsm.step(_MCAST, self.now, msg)
             elif src not in self.memb or rid.seq > self.ring_id.seq:
-                self._fire(Ev.FOREIGN, out, src, rid.seq)
+                out += self.fsm.step(Ev.FOREIGN, self.now, src, rid.seq)
             else:
                 out.append(Record.of("drop", reason="stale message", ring=str(rid)))
         elif tp is Token:
@@ -227,31 +219,31 @@ class TotemMachine:
             if bad is not None:
                 self._invalid(msg, bad, out)
             else:
-                self._fire(Ev.TOKEN, out, msg, False, src)
+                out += self.fsm.step(_TOKEN, self.now, msg, False, src)
         elif tp is TokenAck:
             bad = _validate.token_ack(msg)
             if bad is not None:
                 self._invalid(msg, bad, out)
             else:
-                self._fire(Ev.TOKEN_ACK, out, src, msg)
+                out += self.fsm.step(Ev.TOKEN_ACK, self.now, src, msg)
         elif tp is Join:
             bad = _validate.join(msg, src)
             if bad is not None:
                 self._invalid(msg, bad, out)
             else:
-                self._fire(Ev.JOIN, out, src, msg)
+                out += self.fsm.step(Ev.JOIN, self.now, src, msg)
         elif tp is CommitToken:
             bad = _validate.commit_token(msg)
             if bad is not None:
                 self._invalid(msg, bad, out)
             else:
-                self._fire(Ev.COMMIT_TOKEN, out, msg)
+                out += self.fsm.step(Ev.COMMIT_TOKEN, self.now, msg)
         elif tp is MergeDetect:
             bad = _validate.merge_detect(msg, src)
             if bad is not None:
                 self._invalid(msg, bad, out)
             elif msg.ring_id != self.ring_id and src not in self.memb:
-                self._fire(Ev.FOREIGN, out, src, msg.ring_id.seq)
+                out += self.fsm.step(Ev.FOREIGN, self.now, src, msg.ring_id.seq)
         else:
             out.append(Record.of("drop", reason="unknown message", type=tp.__name__))
 
@@ -262,20 +254,20 @@ class TotemMachine:
 
     def _timer(self, name: str, out: Out) -> None:
         if name == T_TOKEN_LOSS:
-            self._fire(Ev.TOKEN_LOSS, out)
+            out += self.fsm.step(Ev.TOKEN_LOSS, self.now)
         elif name == T_TOKEN_RETRANSMIT:
             self.rt_armed = False
-            self._fire(Ev.TOKEN_RETRANSMIT, out)
+            out += self.fsm.step(Ev.TOKEN_RETRANSMIT, self.now)
         elif name == T_TOKEN_HOLD:
             held, self.held = self.held, None
             if held is not None:
-                self._fire(Ev.TOKEN, out, held, True)
+                out += self.fsm.step(_TOKEN, self.now, held, True)
         elif name == T_JOIN:
-            self._fire(Ev.JOIN_TIMEOUT, out)
+            out += self.fsm.step(Ev.JOIN_TIMEOUT, self.now)
         elif name == T_CONSENSUS:
-            self._fire(Ev.CONSENSUS_TIMEOUT, out)
+            out += self.fsm.step(Ev.CONSENSUS_TIMEOUT, self.now)
         elif name == T_SILENCE:
-            self._fire(Ev.SILENCE_TIMEOUT, out)
+            out += self.fsm.step(Ev.SILENCE_TIMEOUT, self.now)
         else:
             out.append(Record.of("drop", reason="unknown timer", timer=name))
 
@@ -316,14 +308,12 @@ class TotemMachine:
         if self.held is not None:  # the idle token waits here: use it now
             held, self.held = self.held, None
             out.append(CancelTimer(T_TOKEN_HOLD))
-            self._fire(Ev.TOKEN, out, held, True)
+            out += self.fsm.step(_TOKEN, self.now, held, True)
 
     # ------------------------------------------------------------------ actions
 
-    def _act_ignore(self, out: Out, *args: Any) -> None:
-        return
-
-    def _act_mcast(self, out: Out, m: Mcast | RecoveryMcast) -> None:
+    def _act_mcast(self, now: int, m: Mcast | RecoveryMcast) -> list[Effect]:
+        out: Out = []
         if self.rt_armed and m.seq > self.sent_seq and m.sender != self.node_id:
             self.rt_armed = False  # a newer frame: a later node holds the token
             out.append(CancelTimer(T_TOKEN_RETRANSMIT))
@@ -331,7 +321,7 @@ class TotemMachine:
         if m.ring_id != log.ring_id:
             log = self.new_log  # type: ignore[assignment]
             if log is None:
-                return
+                return out
             if type(m) is RecoveryMcast and log.add(m):
                 plan = self.plan
                 old = m.old
@@ -340,7 +330,7 @@ class TotemMachine:
                     self.log.add(old)
             else:
                 log.add(m)
-            return
+            return out
         if self.plan is not None:
             # Recovery step 1 fixed the old-ring messages to exchange when the plan was
             # made; a frame of the old ring that arrives later (a retransmission, or a
@@ -348,9 +338,10 @@ class TotemMachine:
             # would break the transitional configuration's agreement (hostile seed 8057).
             # If another member holds it, it arrives again as a RecoveryMcast.
             out.append(Record.of("drop", reason="old-ring message after the recovery plan"))
-            return
+            return out
         if log.add(m) and self.state is OP:
             self._deliver_ready(out)
+        return out
 
     def _deliver_ready(self, out: Out) -> None:
         """Agreed: every lower seq delivered; safe: also covered by ``safe_upto``."""
@@ -381,12 +372,13 @@ class TotemMachine:
                 if whole is not None:
                     out.append(Deliver(c.msg_id, whole, order, sender))
 
-    def _act_foreign(self, out: Out, src: str, ring_seq: int = 0) -> None:
+    def _act_foreign(self, now: int, src: str, ring_seq: int = 0) -> list[Effect]:
+        out: Out = []
         if self.state is OP:
             self._enter_gather(
                 out, set(self.memb) | {src}, set(), reason=f"foreign message from {src}"
             )
-            return
+            return out
         changed = False
         if ring_seq > self.highest_seq:
             # Gather: a ring newer than this node's round exists, so that round is over
@@ -397,15 +389,17 @@ class TotemMachine:
             changed = True
         if changed:
             self._send_join(out)
+        return out
 
     # ---- the token
 
-    def _act_token(self, out: Out, tok: Token, held: bool = False, src: str = "") -> None:
+    def _act_token(self, now: int, tok: Token, held: bool = False, src: str = "") -> list[Effect]:
+        out: Out = []
         recovering = self.state is RE
         log = self.new_log if recovering else self.log
         if log is None or tok.ring_id != log.ring_id:
             out.append(Record.of("drop", reason="token of another ring", ring=str(tok.ring_id)))
-            return
+            return out
         if not held:
             if tok.token_seq <= self.last_token_seq:
                 out.append(Record.of("drop", reason="duplicate token", token_seq=tok.token_seq))
@@ -413,7 +407,7 @@ class TotemMachine:
                     # A retransmission: the predecessor saw no sign of it; say it came
                     # (with fail_unanswered off, the seed's behaviour: no answer).
                     out.append(Send(src, TokenAck(tok.ring_id, tok.token_seq)))
-                return
+                return out
             self.last_token_seq = tok.token_seq
             if self.rt_armed:
                 self.rt_armed = False
@@ -425,8 +419,8 @@ class TotemMachine:
                 if tok.aru == self.fr_aru:
                     self.fr_count += 1
                     if self.fr_count >= self.fail_to_recv_const:
-                        self._fire(Ev.FAIL_TO_RECV, out, tok.aru_id)
-                        return
+                        out += self.fsm.step(Ev.FAIL_TO_RECV, self.now, tok.aru_id)
+                        return out
                 else:
                     self.fr_aru, self.fr_count = tok.aru, 0
             else:
@@ -445,8 +439,9 @@ class TotemMachine:
             ):
                 self.held = tok
                 out.append(SetTimer(T_TOKEN_HOLD, self.token_hold))
-                return
+                return out
         self._process_token(tok, log, recovering, out)
+        return out
 
     def _process_token(self, tok: Token, log: RingLog, recovering: bool, out: Out) -> None:
         me = self.node_id
@@ -605,17 +600,20 @@ class TotemMachine:
             self.rt_armed = False
             out.append(CancelTimer(T_TOKEN_RETRANSMIT))
 
-    def _act_token_retransmit(self, out: Out) -> None:
+    def _act_token_retransmit(self, now: int) -> list[Effect]:
+        out: Out = []
         if self.last_sent is None:
-            return
+            return out
         dst, tok = self.last_sent
         out.append(Send(dst, tok))
         out.append(Record.of("token", op="retransmit", token_seq=tok.token_seq, dst=dst))
         self.rt_armed = True
         out.append(SetTimer(T_TOKEN_RETRANSMIT, self.token_retransmit_timeout))
+        return out
 
-    def _act_token_ack(self, out: Out, src: str, ack: TokenAck) -> None:
+    def _act_token_ack(self, now: int, src: str, ack: TokenAck) -> list[Effect]:
         """The next node answered a retransmission: it has the token; stop resending."""
+        out: Out = []
         sent = self.last_sent
         if (
             sent is not None
@@ -625,17 +623,22 @@ class TotemMachine:
             and sent[1].token_seq == ack.token_seq
         ):
             self._stop_retransmit(out)
+        return out
 
-    def _act_token_loss(self, out: Out) -> None:
+    def _act_token_loss(self, now: int) -> list[Effect]:
+        out: Out = []
         self._enter_gather(
             out,
             set(self.memb),
             self.gather.my_fail_set if self.state is not OP else set(),
             reason="token loss",
         )
+        return out
 
-    def _act_fail_to_recv(self, out: Out, node: str) -> None:
+    def _act_fail_to_recv(self, now: int, node: str) -> list[Effect]:
+        out: Out = []
         self._enter_gather(out, set(self.memb), {node}, reason=f"failure to receive at {node}")
+        return out
 
     # ---- membership: Gather
 
@@ -702,11 +705,12 @@ class TotemMachine:
         out.append(Multicast(self.gather.join_msg(self.highest_seq)))
         out.append(SetTimer(T_JOIN, self.join_timeout))
 
-    def _act_join(self, out: Out, src: str, join: Join) -> None:
+    def _act_join(self, now: int, src: str, join: Join) -> list[Effect]:
+        out: Out = []
         g = self.gather
         state = self.state
         if src == self.node_id:
-            return
+            return out
         if state is not GA and self.node_id in join.fail_set:
             # Decision: a node in Gather that has failed this one will not agree to a ring
             # with it; unless it is a member of the ring (or commit) this node is in, its
@@ -714,14 +718,14 @@ class TotemMachine:
             ring = self.commit.memb_list if state is not OP and self.commit else self.memb
             if src not in ring:
                 out.append(Record.of("drop", reason="join failing this node", src=src))
-                return
+                return out
         if state is OP:
             if src in self.memb and join.ring_seq < self.ring_id.seq:
                 out.append(Record.of("drop", reason="stale join", src=src))
-                return
+                return out
             self._enter_gather(out, set(self.memb), set(), reason=f"join from {src}")
             self._merge_join(out, src, join)
-            return
+            return out
         if state is CO or state is RE:
             commit = self.commit
             if (
@@ -729,11 +733,12 @@ class TotemMachine:
                 and src in commit.memb_list
                 and (g.matches(join) or join.ring_seq < commit.ring_id.seq)
             ):
-                return  # a late join from before the commit: the commit token settles it
+                return out  # a late join from before the commit: the commit token settles it
             self._enter_gather(out, set(), set(), reason=f"join from {src}")
             self._merge_join(out, src, join)
-            return
+            return out
         self._merge_join(out, src, join)
+        return out
 
     def _merge_join(self, out: Out, src: str, join: Join) -> None:
         """Merge a join in Gather, its fail_set scoped to its round (``Join.ring_seq``).
@@ -780,29 +785,35 @@ class TotemMachine:
             log.my_aru >= log.high_seq, self.failed_deliver_memb,
         )  # fmt: skip
 
-    def _act_join_timeout(self, out: Out) -> None:
+    def _act_join_timeout(self, now: int) -> list[Effect]:
+        out: Out = []
         self._send_join(out)
+        return out
 
-    def _act_consensus_timeout(self, out: Out) -> None:
+    def _act_consensus_timeout(self, now: int) -> list[Effect]:
+        out: Out = []
         g = self.gather
         self.alone_ok = True
         g.fail_missing()  # agreed yet no commit token came, or some never answered: start over
         self._send_join(out)
         out.append(SetTimer(T_CONSENSUS, self.consensus_timeout))
         self._check_consensus(out)
+        return out
 
-    def _act_silence_timeout(self, out: Out) -> None:
+    def _act_silence_timeout(self, now: int) -> list[Effect]:
         """``join_silence_const`` join timeouts into Gather: a member of the ring that
         broke up from which no join has come since is failed now, not at the consensus
         timeout (a live member in Gather rebroadcasts its join every join timeout, and
         one still Operational enters Gather on the first join it receives)."""
+        out: Out = []
         silent = self.gather.fail_unheard(self.silence_watch)
         self.silence_watch = set()
         if not silent:
-            return
+            return out
         out.append(Record.of("silent", nodes=sorted(silent)))
         self._send_join(out)
         self._check_consensus(out)
+        return out
 
     # ---- membership: Commit
 
@@ -816,7 +827,7 @@ class TotemMachine:
         nxt = self._next_of(ct.memb_list)
         self.last_token_seq = ct.token_seq
         if nxt == self.node_id:
-            self._fire(Ev.COMMIT_TOKEN, out, ct, True)
+            out += self.fsm.step(Ev.COMMIT_TOKEN, self.now, ct, True)
             return
         out.append(Send(nxt, ct))
         self.last_sent = (nxt, ct)  # type: ignore[assignment]
@@ -824,12 +835,13 @@ class TotemMachine:
         self.rt_armed = True
         out.append(SetTimer(T_TOKEN_RETRANSMIT, self.token_retransmit_timeout))
 
-    def _act_commit_token(self, out: Out, ct: CommitToken, local: bool = False) -> None:
+    def _act_commit_token(self, now: int, ct: CommitToken, local: bool = False) -> list[Effect]:
+        out: Out = []
         me = self.node_id
         memb = ct.memb_list
         if me not in memb or not memb:
             out.append(Record.of("drop", reason="commit token without me"))
-            return
+            return out
         full = len(ct.entries) == len(memb)
         state = self.state
         commit = self.commit
@@ -839,18 +851,18 @@ class TotemMachine:
             bad = _validate.second_rotation(ct, commit)
             if bad is not None:
                 self._invalid(ct, bad, out)
-                return
+                return out
         if state is GA:
             if ct.ring_id.seq <= self.highest_seq or memb != self.gather.members():
                 out.append(
                     Record.of("drop", reason="commit token not agreed", ring=str(ct.ring_id))
                 )
-                return
+                return out
             if full or len(ct.entries) != memb.index(me) or ct.memb_index != len(ct.entries) - 1:
                 out.append(
                     Record.of("drop", reason="commit token out of turn", ring=str(ct.ring_id))
                 )
-                return
+                return out
             # First rotation: add my entry, persist the new ring seq, pass it on.
             self._stop_retransmit(out)
             self.highest_seq = ct.ring_id.seq
@@ -862,13 +874,13 @@ class TotemMachine:
             self.commit = new
             self._enter_commit(out, f"commit token for {ct.ring_id}")
             self._forward_commit(new, out)
-            return
+            return out
         if commit is None or ct.ring_id != commit.ring_id or not full:
             out.append(Record.of("drop", reason="unexpected commit token", ring=str(ct.ring_id)))
-            return
+            return out
         if not local and ct.token_seq <= self.last_token_seq:
             out.append(Record.of("drop", reason="duplicate commit token"))
-            return
+            return out
         # Accepted: only now does it show that the token moved on. (A late copy of the
         # first rotation, which the predecessor still retransmits, used to cancel this
         # node's own retransmission: a lost forward then lost the commit token for good.)
@@ -879,15 +891,16 @@ class TotemMachine:
             self._enter_recovery(ct, out)
             new = CommitToken(ct.ring_id, ct.token_seq + 1, memb, memb.index(me), ct.entries)
             self._forward_commit(new, out)
-            return
+            return out
         # Recovery, at the representative: the third arrival becomes the regular token.
         if me != memb[0]:
             out.append(Record.of("drop", reason="commit token in recovery"))
-            return
+            return out
         self.last_token_seq = ct.token_seq
         tok = Token(ct.ring_id, ct.token_seq + 1, 0, 0, "", (), 0, 0)
         out.append(SetTimer(T_TOKEN_LOSS, self.token_timeout))
-        self._fire(Ev.TOKEN, out, tok, True)
+        out += self.fsm.step(_TOKEN, self.now, tok, True)
+        return out
 
     # ---- recovery
 

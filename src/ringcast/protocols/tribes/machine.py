@@ -4,9 +4,10 @@
 ``suggestedviewId``, ``membership``, ``waitForCoordMsgTimeout``) and methods
 (``startElection``, ``processCoordMessage``, ``mergeOnArrive``, ``handleMyToken``,
 ``handleOtherToken``, ``handleViewConf``, ``memberAdded``, ``memberDisappeared``,
-``sendElectionMsgToNextInline``), and dispatches every event on the transition table
-of :mod:`._state`. The places where Tomcat's code is empty, commented out or wrong, and
-where the seed is silent, are marked "Decision" and listed in docs/protocols/tribes.md.
+``sendElectionMsgToNextInline``), and runs every event of the transition table of
+:mod:`._state` through :class:`ringcast.core.fsm.Driver`. The places where Tomcat's code
+is empty, commented out or wrong, and where the seed is silent, are marked "Decision"
+and listed in docs/protocols/tribes.md.
 
 The token (``COORD_REQUEST``) travels by reliable unicast along the absolute order of
 the members (:mod:`._order`): each node merges what it knows into it
@@ -46,6 +47,7 @@ from ringcast.core.events import (
     Submit,
     TimerFired,
 )
+from ringcast.core.fsm import Driver
 from ringcast.core.ids import NodeId, View
 from ringcast.core.machine import MachineContext
 from ringcast.core.scale import doublings
@@ -63,7 +65,7 @@ from ringcast.protocols.tribes._messages import (
     conf_problem,
     token_problem,
 )
-from ringcast.protocols.tribes._state import TABLE, Ev, State
+from ringcast.protocols.tribes._state import TABLE, Action, Ev, State
 
 INCARNATION_KEY = "tribes.incarnation"
 VIEWS_KEY = "tribes.views"
@@ -174,10 +176,32 @@ class TribesMachine:
         # and when it last sent it again to a member whose beacon named an earlier one.
         self.my_conf: CoordConf | None = None
         self.reconfirmed: dict[NodeId, int] = {}
-        self.drops = 0
+        self._malformed = 0
+        self.fsm = Driver(
+            TABLE,
+            self,
+            {
+                Action.START: self._start,
+                Action.START_ELECTION: self._startElection,
+                Action.MEMBER_ADDED: self._memberAdded,
+                Action.MEMBER_DISAPPEARED: self._memberDisappeared,
+                Action.HANDLE_MY_TOKEN: self._handleMyToken,
+                Action.HANDLE_OTHER_TOKEN: self._handleOtherToken,
+                Action.HANDLE_VIEW_CONF: self._handleViewConf,
+                Action.NEXT_INLINE: self._sendElectionMsgToNextInline,
+                Action.TIMEOUT: self._coordMsgTimeout,
+                Action.STOP: self._stop,
+            },
+        )
         self._status: tuple[Any, ...] = ()
 
     # ------------------------------------------------------------------ queries
+
+    @property
+    def drops(self) -> int:
+        """Messages dropped as malformed or unexpected, and events the table does not
+        list in the state they came in."""
+        return self._malformed + self.fsm.dropped
 
     def getCoordinator(self) -> NodeId | None:
         return self.leader
@@ -208,9 +232,9 @@ class TribesMachine:
         elif tp is SendFailed:
             out = self._send_failed(event, now)
         elif tp is Start:
-            out = self._step(Ev.START, now)
+            out = self.fsm.step(Ev.START, now)
         elif tp is Stop:
-            out = self._step(Ev.STOP, now)
+            out = self.fsm.step(Ev.STOP, now)
         else:
             out = []
         status = (self.state, self.viewId, self.leader, self.suggestedviewId, len(self.view))
@@ -227,22 +251,8 @@ class TribesMachine:
             )
         return out
 
-    def _step(self, ev: Ev, now: int, *args: Any) -> list[Effect]:
-        before = self.state
-        tr = TABLE.lookup(before, ev)
-        if tr is None:
-            self.drops += 1
-            return [TABLE.unlisted(before, ev)]
-        if tr.action == "ignore":
-            return []
-        out: list[Effect] = getattr(self, "_" + tr.action)(now, *args)
-        bad = TABLE.check(before, ev, self.state)
-        if bad is not None:
-            out.append(bad)
-        return out
-
     def _drop(self, src: NodeId, reason: str) -> list[Effect]:
-        self.drops += 1
+        self._malformed += 1
         return [Record.of("drop", src=src, reason=reason)]
 
     def _received(self, event: Received, now: int) -> list[Effect]:
@@ -260,15 +270,15 @@ class TribesMachine:
             gone, added = self.membership.beacon(src, msg, now)
             out: list[Effect] = []
             for n in gone:
-                out += self._step(Ev.MEMBER_DISAPPEARED, now, n)
+                out += self.fsm.step(Ev.MEMBER_DISAPPEARED, now, n)
             for n in added:
-                out += self._step(Ev.MEMBER_ADDED, now, n)
+                out += self.fsm.step(Ev.MEMBER_ADDED, now, n)
             return out + self._reconfirm(src, msg, now)
         if tp is MemberShutdown:
             if not isinstance(msg.incarnation, int) or msg.incarnation < 1:
                 return self._drop(src, "malformed shutdown")
             if src != self.node_id and self.membership.shutdown(src, msg.incarnation, now):
-                return self._step(Ev.MEMBER_DISAPPEARED, now, src)
+                return self.fsm.step(Ev.MEMBER_DISAPPEARED, now, src)
             return []
         if tp is CoordRequest:
             problem = token_problem(msg)
@@ -276,12 +286,12 @@ class TribesMachine:
                 return self._drop(src, problem)
             # processCoordMessage: the seed's dispatch on the token's source.
             ev = Ev.MY_TOKEN if msg.source == self.node_id else Ev.OTHER_TOKEN
-            return self._step(ev, now, msg, src)
+            return self.fsm.step(ev, now, msg, src)
         if tp is CoordConf:
             problem = conf_problem(msg)
             if problem:
                 return self._drop(src, problem)
-            return self._step(Ev.VIEW_CONF, now, msg, src)
+            return self.fsm.step(Ev.VIEW_CONF, now, msg, src)
         if tp is CoordAlive:
             return []  # the reliable layer's acknowledgement answered the probe
         if tp is AppData:
@@ -305,15 +315,15 @@ class TribesMachine:
                 SetTimer(BEACON_TIMER, self.settings.heartbeat_interval),
             ]
             for n in self.membership.expire(now):
-                out += self._step(Ev.MEMBER_DISAPPEARED, now, n)
+                out += self.fsm.step(Ev.MEMBER_DISAPPEARED, now, n)
             # Decision: a hearsay member is probed again every member_drop_time, so a
             # node cut off from it (no beacon, token or view reaches it) still loses it.
             out += map(_probe, self.membership.probes_due(now))
             return out + self._heartbeat(now)
         if name == START_TIMER:
-            return self._step(Ev.STARTED, now)
+            return self.fsm.step(Ev.STARTED, now)
         if name == WAIT_TIMER:
-            return self._step(Ev.TIMEOUT, now)
+            return self.fsm.step(Ev.TIMEOUT, now)
         return []
 
     def _heartbeat(self, now: int) -> list[Effect]:
@@ -335,13 +345,13 @@ class TribesMachine:
         self.inconsistent_since = now
         self.heartbeat_wait = min(2 * self.heartbeat_wait, HEARTBEAT_WAIT_LIMIT * drop_time)
         out: list[Effect] = [Record.of("coord", op="heartbeat", view=list(_names(self.view)))]
-        return out + self._step(Ev.HEARTBEAT, now)
+        return out + self.fsm.step(Ev.HEARTBEAT, now)
 
     def _send_failed(self, event: SendFailed, now: int) -> list[Effect]:
         msg = event.msg
         if type(msg) is CoordRequest:
             if self.outbound is not None and self.outbound[0] is msg:
-                return self._step(Ev.SEND_FAILED, now, msg, event.dst)
+                return self.fsm.step(Ev.SEND_FAILED, now, msg, event.dst)
             return []
         if type(msg) is CoordAlive:
             # Decision: the non-blocking alive(): the probe of a hearsay member failed.
@@ -350,7 +360,7 @@ class TribesMachine:
                 self.membership.remove(event.dst, now)
                 out: list[Effect] = [Record.of("coord", op="probe_failed", node=event.dst)]
                 if event.dst in _names(self.view):
-                    out += self._step(Ev.MEMBER_DISAPPEARED, now, event.dst)
+                    out += self.fsm.step(Ev.MEMBER_DISAPPEARED, now, event.dst)
                 return out
         return []
 

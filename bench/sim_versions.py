@@ -1,0 +1,83 @@
+"""The simulator's event rate on two versions of the source, side by side in one run.
+
+For a change meant to keep behaviour (a refactoring): each repeat runs, in a fresh
+process per version and interleaved so both see the same machine load, the full
+simulation of ``bench/sim_events.py`` (``basic``, five nodes, with SimPy's model of the
+same traffic as the yardstick) and one saturated scenario per family, and prints the
+medians of simulated events per CPU second of the process (on a shared machine the wall
+clock measures the neighbours)::
+
+    mkdir OLD && git archive main src | tar -x -C OLD      # the code to compare with
+    python bench/sim_versions.py --old OLD/src --repeat 5
+
+Usage: python bench/sim_versions.py --old DIR [--new DIR] [--repeat R] [--seconds S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = (
+    "scenarios/raincore/saturated_crash.toml",
+    "scenarios/totem/corosync_saturated_pauses.toml",
+    "scenarios/tribes/saturated_crash.toml",
+)
+
+PROBE = """
+import json, sys, time
+time.perf_counter = time.process_time  # CPU seconds: the machine is shared
+sys.path.insert(0, {bench!r})
+from sim_events import ringcast_full, simpy_full
+from ringcast.sim import Simulation, load_scenario
+rates = {{"basic (full simulation)": ringcast_full({seconds})}}
+rates["SimPy (same traffic)"] = simpy_full({seconds})
+for name, path in {scenarios!r}:
+    res = Simulation(load_scenario(path), seed=1).run()
+    rates[name] = res.summary["sim_events"] / res.summary["wall_s"]
+print(json.dumps(rates))
+"""
+
+
+def probe(src: str, seconds: float) -> dict[str, float]:
+    code = PROBE.format(
+        bench=str(ROOT / "bench"),
+        seconds=seconds,
+        scenarios=tuple((s.split("/", 1)[1], str(ROOT / s)) for s in SCENARIOS),
+    )
+    env = {**os.environ, "PYTHONPATH": src}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True
+    ).stdout
+    rates: dict[str, float] = json.loads(out.splitlines()[-1])
+    return rates
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--old", required=True, help="the src directory of the version to compare")
+    ap.add_argument("--new", default=str(ROOT / "src"), help="default: this checkout's src")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--seconds", type=float, default=3.0, help="simulated seconds, basic run")
+    a = ap.parse_args(argv)
+    runs: dict[str, list[dict[str, float]]] = {"old": [], "new": []}
+    for _ in range(a.repeat):
+        runs["old"].append(probe(a.old, a.seconds))
+        runs["new"].append(probe(a.new, a.seconds))
+    names = list(runs["old"][0])
+    print(f"{'events per CPU second':<46} {'old':>10} {'new':>10} {'new/old':>8}")
+    for name in names:
+        old = statistics.median(r[name] for r in runs["old"])
+        new = statistics.median(r[name] for r in runs["new"])
+        print(f"{name:<46} {old:>10,.0f} {new:>10,.0f} {new / old:>8.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
