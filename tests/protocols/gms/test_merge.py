@@ -352,3 +352,22 @@ def test_a_join_queued_past_join_timeout_is_dropped() -> None:
     a.handle(Received("C", M.Join(0)), 11_000_000)
     out = a.handle(Received("B", M.MergeCancel("B:2")), 12_000_000)
     assert [e for e in out if type(e) is Send and type(e.msg) is M.PrepareView]
+
+
+def test_a_merge_view_a_member_cut_off_does_not_acknowledge_is_given_up() -> None:
+    """regress_merge_view_across_a_partition (hostile seed 8779): a partition cuts C off
+    during the first phase of A's merge view A:9 of seven singletons; at the timeout A
+    suspects C but heard it answer the merge, so it gives the merge up (its own view,
+    MERGE_CANCEL to the nodes asked), and a later merge takes C too (before: A:10, A:9
+    less C, installed after the heal, left C in C:8)."""
+    rows = run("regress_merge_view_across_a_partition", "two_phase", seed=8779)
+    assert checks.merge_atomicity(rows) == []
+    assert checks.safety(rows) == []
+    casts = {r["view"]: r for r in checks.records(rows, "cast_view", "A")}
+    assert casts["A:9"]["detail"]["why"] == "merge A:1"
+    assert len(casts["A:9"]["members"]) == 7
+    assert casts["A:10"]["detail"]["why"] == "view_ack_collection_timeout"
+    assert casts["A:10"]["members"] == ["A"]
+    cancelled = [r for r in checks.records(rows, "merge_cancelled", "A") if r["t"] < 2_100_000_000]
+    assert [r["detail"]["reason"] for r in cancelled] == ["silent"]
+    assert "C" in casts["A:11"]["members"]

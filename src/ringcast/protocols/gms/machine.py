@@ -126,6 +126,8 @@ class _Install:
     deadline: int
     committed: bool = False
     merge: bool = False  # a merge view: installed whole or not at all
+    merge_id: str = ""  # the merge it installs, and the nodes that merge asked
+    asked: tuple[str, ...] = ()
     ticked: int = 0  # when the acknowledgements were last asked again
 
 
@@ -617,23 +619,40 @@ class GmsMachine:
             merge = inst.merge and view is not None
             if merge and view is not None:
                 silent = inst.missing_acks
-                if silent & set(view.members) or silent - self.local_suspects:
+                heard = self.now - 2 * self.merge_interval
+                alive = {
+                    m
+                    for m in silent
+                    if m in view
+                    or m in inst.asked
+                    or m not in self.local_suspects
+                    or self.info.get(m, (heard - 1,))[0] >= heard
+                }
+                if alive:
                     # A merge view is installed whole or not at all. A silent member
-                    # this node's failure detector still hears refused it (its view had
-                    # moved on: hostile seeds 21, 451) or cannot get through, and one of
-                    # this node's own view may be alive behind a lossy link (seed 270:
-                    # E, left out of A:5 = A:2 + B): restarted without them, the view
-                    # would merge the rest, a partial merge. The merge is given up: the
-                    # first phase restarts with this node's own view less its silent
-                    # members (an exclusion), and the next merge takes the subgroups as
-                    # they are then.
+                    # that is alive for all this node knows (of its own view, asked by
+                    # this merge and answering it, heard by the failure detector, or
+                    # heard reporting its view within two intervals) may have refused
+                    # the view (its view had moved on: hostile seeds 21, 451), be cut
+                    # off by a partition begun during the first phase (8779), paused
+                    # (5581), or behind a link losing most of what it sends (1941: 87%
+                    # one way): restarted without it, the view would merge the rest, a
+                    # partial merge. The merge is given up: the first phase restarts
+                    # with this node's own view less its silent members (an exclusion),
+                    # the nodes the merge asked are told (MERGE_CANCEL), so that their
+                    # coordinators are free at once to exclude their own gone members,
+                    # and the next merge takes the subgroups as they are then.
                     members = [m for m in members if m in view]
                     merge = False
-                # else: the silent members are members of other subgroups that this
-                # node's detector suspects (gone, most likely): the restart merges the
-                # rest, still a merge view. Giving it up too would merge again with
-                # their subgroups, whose coordinators answered this merge and cast no
-                # view meanwhile, so the gone members would still be in them.
+                    out.append(Record.of("merge_cancelled", merge=inst.merge_id, reason="silent"))
+                    for n in inst.asked:
+                        out.append(Send(n, M.MergeCancel(inst.merge_id)))
+                # else: the silent members are listed by other subgroups' views only,
+                # suspected and not heard of for two intervals (gone, most likely: a
+                # member crashed while its subgroup's view, which a paused member kept,
+                # still lists it): the restart merges the rest, still a merge view.
+                # Giving it up too would merge again with the view that lists them,
+                # for ever (hostile seed 2127).
                 merge = merge and any(m not in view for m in members)
             self.suspects |= inst.missing_acks
             self._restart(members, out, why="view_ack_collection_timeout", merge=merge)
@@ -1366,6 +1385,9 @@ class GmsMachine:
         if self.state is St.PARTICIPANT:
             self.state = St.COORDINATOR  # a JGRP-2092 merge led by a participant
         self._cast(members, out, floor=floor, why=f"merge {mg.merge_id}", merge=True)
+        if self.install is not None and self.install.merge:
+            self.install.merge_id = mg.merge_id
+            self.install.asked = tuple(sorted(mg.expected))
 
     # ------------------------------------------------------------ data path
 
