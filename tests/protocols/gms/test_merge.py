@@ -371,3 +371,16 @@ def test_a_merge_view_a_member_cut_off_does_not_acknowledge_is_given_up() -> Non
     cancelled = [r for r in checks.records(rows, "merge_cancelled", "A") if r["t"] < 2_100_000_000]
     assert [r["detail"]["reason"] for r in cancelled] == ["silent"]
     assert "C" in casts["A:11"]["members"]
+
+
+def test_a_takeover_does_not_carry_a_merge_view_on() -> None:
+    """regress_takeover_carries_a_merge_view (hostile seed 7379): B takes over A:2 while
+    A's merge view A:4 = A:2 + E is prepared; its takeover view is A:2 less A, without
+    E (before: B:5 = A:4 less A, shrunk by suspicions to B:7 = {B, C, E}, which left A,
+    alive again, in A:2)."""
+    rows = run("regress_takeover_carries_a_merge_view", "two_phase", seed=7379)
+    assert checks.merge_atomicity(rows) == []
+    assert checks.safety(rows) == []
+    (takeover,) = [r for r in checks.records(rows, "takeover", "B") if r["view"] == "A:2"]
+    cast = next(r for r in checks.records(rows, "cast_view", "B") if r["t"] == takeover["t"])
+    assert cast["members"] == ["B", "C", "D", "F"]

@@ -181,6 +181,8 @@ class GmsMachine:
         # two-phase participant
         self.prepared: GView | None = None
         self.prepared_at = 0
+        self.prepared_merge = False
+        """The view prepared is a merge view (its PREPARE_VIEW said so)."""
         # coordinator
         self.install: _Install | None = None
         self.q_joins: set[str] = set()
@@ -486,7 +488,7 @@ class GmsMachine:
             )
             for m in v.members:
                 if m != self.node_id:
-                    out.append(Send(m, M.PrepareView(v.view_id, v.members)))
+                    out.append(Send(m, M.PrepareView(v.view_id, v.members, merge)))
             self.state = St.LEAVING if leaving else St.INSTALLING
             if not missing:
                 self._commit(out)
@@ -659,7 +661,7 @@ class GmsMachine:
             return
         msg: Any
         if self.mode == "two_phase":
-            msg = M.PrepareView(inst.view.view_id, inst.view.members)
+            msg = M.PrepareView(inst.view.view_id, inst.view.members, inst.merge)
         else:
             msg = M.ViewMsg(inst.view.view_id, inst.view.members)
         for m in sorted(inst.missing_acks):
@@ -880,9 +882,15 @@ class GmsMachine:
         base = view
         floor = 0
         if self.mode == "two_phase":
-            if self.prepared is not None and self.prepared.key > view.key:
-                base = self.prepared  # restart the first phase of the view it prepared
-                floor = self.prepared.counter
+            # A merge view it prepared is not carried on: the merge is its leader's (a
+            # merge leader gone is a merge given up, as JGroups cancels it), and that
+            # view less the suspects would merge the rest, a partial merge (hostile
+            # seeds 5159, 7379: C:5, A's merge view less A, F and H, left H in A:3;
+            # 9023: D carried on A's merge view, which its own coordinator never cast).
+            p = self.prepared
+            if p is not None and p.key > view.key and not self.prepared_merge:
+                base = p  # restart the first phase of the view it prepared
+                floor = p.counter
             elif view.coord != self.node_id:
                 # restart the second phase: resend COMMIT_VIEW of the view it committed
                 out.append(Record.of("recommit", view=view.view_id))
@@ -966,6 +974,7 @@ class GmsMachine:
                 self.state = St.COORDINATOR if mine else St.PARTICIPANT
         self.prepared = v
         self.prepared_at = self.now
+        self.prepared_merge = msg.merge is True
         out.append(Send(src, M.ViewAck(v.view_id)))
         out.append(SetTimer(TIMER_OF["status_timer"], self.status_timeout))
 
