@@ -957,7 +957,7 @@ class GmsMachine:
             return
         if self.prepared is not None and v.key < self.prepared.key:
             return
-        if not self._may_prepare(v):
+        if not self._may_prepare(v, msg.merge is True):
             out.append(Record.of("refused_view", view=v.view_id, creator=src))
             return
         if self.install is not None and v.key > self.install.view.key:
@@ -985,16 +985,19 @@ class GmsMachine:
         if self.view is not None and v.key < self.view.key:
             out.append(Record.of("older_view", view=v.view_id, current=self.view.view_id, src=src))
 
-    def _may_prepare(self, v: GView) -> bool:
+    def _may_prepare(self, v: GView, merge: bool) -> bool:
         """Whether this member may prepare ``v``: one created by a member of its view (its
-        coordinator, or the next in line taking over), or one that takes its view entire
-        but for members it suspects (a merge). Any other view would split its group: a
-        JOIN sent before this node got into another view and answered after, say, which
-        took it out of that view and left the others behind (``regress_stale_join``)."""
+        coordinator, or the next in line taking over), or a merge view (``merge``: its
+        PREPARE_VIEW says so) that takes its view entire but for members it suspects.
+        Any other view would split its group: a JOIN sent before this node got into
+        another view and answered after, say, which took it out of that view and left
+        the others behind (``regress_stale_join``), or, this node's view a singleton it
+        formed after giving its JOIN up, merged that view with the JOIN's coordinator's
+        alone (hostile seed 1197, ``regress_join_served_after_a_pause``)."""
         view = self.view
         if view is None or v.coord in view:
             return True
-        return all(m in v or m in self.suspects for m in view.members)
+        return merge and all(m in v or m in self.suspects for m in view.members)
 
     def _on_commit_view(self, src: str, msg: M.CommitView, out: list[Effect]) -> None:
         if self.mode != "two_phase":
