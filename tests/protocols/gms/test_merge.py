@@ -402,3 +402,16 @@ def test_a_join_served_after_its_sender_formed_a_view_is_refused() -> None:
     assert checks.records(rows, "singleton", "D")
     assert {r["view"] for r in checks.records(rows, "refused_view", "D")} == {"A:5"}
     assert [r for r in checks.records(rows, "view") if r["view"] == "A:5"] == []
+
+
+def test_a_merge_keeps_the_info_of_a_node_it_waited_for() -> None:
+    """regress_merge_drops_a_waited_for_info (hostile seed 8238): A hears B alive behind
+    a link losing 71% one way, and B's one INFO since the heal is over two intervals old
+    when A stops waiting for a newer one; A keeps it and asks B with C: one merge of A,
+    B and C (before: A:4 = {A, C}, B left in B:2)."""
+    rows = run("regress_merge_drops_a_waited_for_info", "two_phase", seed=8238)
+    assert checks.merge_atomicity(rows) == []
+    assert checks.safety(rows) == []
+    (start,) = checks.records(rows, "merge_start", "A")
+    assert start["detail"]["asked"] == ["B", "C"]
+    assert {r["node"] for r in checks.records(rows, "view") if r["view"] == "A:4"} == set("ABC")

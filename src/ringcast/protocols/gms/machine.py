@@ -1159,7 +1159,17 @@ class GmsMachine:
         if self.merge_lock is not None and self.merge_lock[1] > now:
             return
         window = now - 2 * self.merge_interval
-        self.info = {n: e for n, e in self.info.items() if e[0] >= window}
+        # A node waited for (heard alive, its INFO not heard since: _unaccounted) keeps
+        # the INFO last heard from it, older than two intervals or not: it is the best
+        # picture of its view there is, and dropping it as the wait ended merged the
+        # others without it (hostile seed 8238: B's INFO, heard 1.1 s before, behind a
+        # link losing 71% one way). If its view changed since, its answer says so and
+        # the merge is cancelled as stale.
+        self.info = {
+            n: e
+            for n, e in self.info.items()
+            if e[0] >= window or (n in self.unaccounted and n not in self.local_suspects)
+        }
         if self.state is St.COORDINATOR:
             # A member outside this view that still names this node its coordinator is
             # an orphan (it missed the view that excluded it, or started after it): acks
