@@ -535,8 +535,10 @@ def merge_atomicity(rows: list[Row]) -> list[str]:
 
     A *merge view* is a regular view that adds members to every view its installers
     came from (each installer's regular view just before it, since its last crash,
-    restart, join or leave), two or more of them: a view inside one of those is an
-    exclusion from it, whatever some installers missed on the way. It fails when:
+    restart, join or leave), two or more of them not inside one another: a view inside
+    one of those is an exclusion from it, whatever some installers missed on the way,
+    and a source inside another is that subgroup after an exclusion some installers
+    missed (a view admitting a joiner after it is a join, not a merge). It fails when:
 
     * partial: just before the view's first installation (the earliest ``t``), the
       network is whole (no partition, or the last one healed) and a node outside the
@@ -592,10 +594,21 @@ def merge_atomicity(rows: list[Row]) -> list[str]:
     def adds(v: str, p: str) -> bool:
         return not set(members[v]) <= set(members.get(p, ()))
 
+    def subgroups(src: set[str]) -> int:
+        """The sources that are not inside another one: a source inside another is the
+        same subgroup after an exclusion (a view some installers missed)."""
+        return sum(
+            1
+            for p in src
+            if not any(set(members.get(p, ())) < set(members.get(o, ())) for o in src)
+        )
+
     merges = {
         v
         for v, src in sources.items()
-        if sum(adds(v, p) for p in src) >= 2 and all(adds(v, p) for p in src)
+        if sum(adds(v, p) for p in src) >= 2
+        and all(adds(v, p) for p in src)
+        and subgroups(src) >= 2
     }
     cuts = sorted({(t, c): (t, c, g) for t, c, g in cuts}.values(), key=lambda x: x[:2])
     bad = []

@@ -118,7 +118,7 @@ def test_an_overtaken_installation_leaves_its_coordinator_coordinator() -> None:
     a.handle(Start(), 0)
     a.handle(Received("C", M.Join(0)), 1_000_000)
     assert a.state is St.INSTALLING
-    a.handle(Received("D", M.PrepareView("D:5", ("D", "A", "B"))), 2_000_000)
+    a.handle(Received("D", M.PrepareView("D:5", ("D", "A", "B"), True)), 2_000_000)
     assert a.install is None and a.prepared is not None
     assert a.state is St.COORDINATOR
     assert a.view is not None and a.view.view_id == "A:1"

@@ -90,3 +90,18 @@ def test_a_takeover_restarts_the_second_phase_of_the_view_it_committed() -> None
     assert _installs(c.handle(Received("B", recommit_to_c), 21 * MS)) == ["A:2"]
     prepare = next(msg for dst, msg in _sends(out, M.PrepareView) if dst == "C")
     assert _sends(c.handle(Received("B", prepare), 22 * MS), M.ViewAck) == [("B", M.ViewAck("B:3"))]
+
+
+def test_a_takeover_does_not_carry_on_a_merge_view() -> None:
+    """B prepared A's merge view A:2 = {A, B, C, D} (D's subgroup merged into A:1) and A
+    was gone before committing it. B takes over with A:1 less A, not with the merge view
+    less A: that would merge D with part of A:1, and the merge is A's (its leader gone,
+    it is given up). With the merge flag off, the same PREPARE_VIEW is a join of D, which
+    B carries on (the first test above)."""
+    b, c = _member("B"), _member("C")
+    for m in (b, c):
+        m.handle(Received("A", M.PrepareView("A:2", JOINED, True)), 10 * MS)
+    out = b.handle(Received("C", M.Suspect("A")), 20 * MS)
+    (cast,) = _records(out, "cast_view")
+    assert cast.fields["members"] == ["B", "C"]
+    assert _records(out, "recommit")  # the view it committed, A:1, is sent again

@@ -4,9 +4,11 @@ installs one merge view of all of them; a merge is all or nothing).
 
 * a node's *source* for a regular configuration it installs is the regular one it
   was in just before (``prev_reg``: none across a crash, restart, join or leave);
-* a *merge* configuration has two or more sources and adds members to each of them
-  (a configuration inside one of its sources is an exclusion from it, whatever some
-  of its installers missed on the way);
+* a *merge* configuration has two or more sources, not inside one another, and adds
+  members to each of them (a configuration inside one of its sources is an exclusion
+  from it, whatever some of its installers missed on the way; a source inside another
+  is that subgroup after an exclusion some installers missed, so a configuration
+  admitting a joiner after it is a join, not a merge);
 * the *first installation* of a merge is its earliest ``t``, by ``first_node``; the
   network is *whole* just before it when no ``partition`` fault came before, or the
   last of the partitions and heals before it is a heal (at ``th``);
@@ -77,15 +79,33 @@ def merges(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
     )
     members = per_view.select("run", F.col("view").alias("source"), F.col("vm").alias("sm"))
     exploded = per_view.select("run", "view", "vm", F.explode("sources").alias("source"))
-    counted = (
-        exploded.join(members, ["run", "source"], "left")
-        .withColumn(
-            "adds",
-            F.size(F.array_except("vm", F.coalesce("sm", F.array().cast("array<string>")))) > 0,
+    sized = exploded.join(members, ["run", "source"], "left").withColumn(
+        "sm", F.coalesce("sm", F.array().cast("array<string>"))
+    )
+    # a source inside another source of the same view: that subgroup after an
+    # exclusion some installers missed, not a second subgroup
+    other = sized.select("run", "view", F.col("source").alias("other"), F.col("sm").alias("om"))
+    inner = (
+        sized.join(other, ["run", "view"])
+        .filter(
+            (F.col("source") != F.col("other"))
+            & (F.size(F.array_except("sm", "om")) == 0)
+            & (F.size("sm") < F.size("om"))
         )
+        .select("run", "view", "source")
+        .distinct()
+        .withColumn("inner", F.lit(True))
+    )
+    counted = (
+        sized.join(inner, ["run", "view", "source"], "left")
+        .withColumn("adds", F.size(F.array_except("vm", "sm")) > 0)
         .groupBy("run", "view")
-        .agg(F.sum(F.col("adds").cast("int")).alias("adds"), F.count("*").alias("n"))
-        .filter((F.col("adds") >= 2) & (F.col("adds") == F.col("n")))
+        .agg(
+            F.sum(F.col("adds").cast("int")).alias("adds"),
+            F.count("*").alias("n"),
+            F.sum(F.when(F.col("inner").isNull(), 1).otherwise(0)).alias("subgroups"),
+        )
+        .filter((F.col("adds") >= 2) & (F.col("adds") == F.col("n")) & (F.col("subgroups") >= 2))
     )
     return per_view.join(counted.select("run", "view"), ["run", "view"]).select(
         "run",

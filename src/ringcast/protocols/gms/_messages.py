@@ -92,10 +92,12 @@ class ViewAck:
 @wire(0x0412)
 @dataclass(frozen=True, slots=True)
 class PrepareView:
-    """PREPARE_VIEW(V): the first phase of two-phase view installation."""
+    """PREPARE_VIEW(V): the first phase of two-phase view installation; ``merge``: ``V``
+    is a merge view (a member taking over does not carry it on)."""
 
     view_id: str
     members: tuple[str, ...]
+    merge: bool = False
 
 
 @wire(0x0413)

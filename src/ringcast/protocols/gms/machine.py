@@ -126,6 +126,8 @@ class _Install:
     deadline: int
     committed: bool = False
     merge: bool = False  # a merge view: installed whole or not at all
+    merge_id: str = ""  # the merge it installs, and the nodes that merge asked
+    asked: tuple[str, ...] = ()
     ticked: int = 0  # when the acknowledgements were last asked again
 
 
@@ -179,6 +181,8 @@ class GmsMachine:
         # two-phase participant
         self.prepared: GView | None = None
         self.prepared_at = 0
+        self.prepared_merge = False
+        """The view prepared is a merge view (its PREPARE_VIEW said so)."""
         # coordinator
         self.install: _Install | None = None
         self.q_joins: set[str] = set()
@@ -484,7 +488,7 @@ class GmsMachine:
             )
             for m in v.members:
                 if m != self.node_id:
-                    out.append(Send(m, M.PrepareView(v.view_id, v.members)))
+                    out.append(Send(m, M.PrepareView(v.view_id, v.members, merge)))
             self.state = St.LEAVING if leaving else St.INSTALLING
             if not missing:
                 self._commit(out)
@@ -617,30 +621,47 @@ class GmsMachine:
             merge = inst.merge and view is not None
             if merge and view is not None:
                 silent = inst.missing_acks
-                if silent & set(view.members) or silent - self.local_suspects:
+                heard = self.now - 2 * self.merge_interval
+                alive = {
+                    m
+                    for m in silent
+                    if m in view
+                    or m in inst.asked
+                    or m not in self.local_suspects
+                    or self.info.get(m, (heard - 1,))[0] >= heard
+                }
+                if alive:
                     # A merge view is installed whole or not at all. A silent member
-                    # this node's failure detector still hears refused it (its view had
-                    # moved on: hostile seeds 21, 451) or cannot get through, and one of
-                    # this node's own view may be alive behind a lossy link (seed 270:
-                    # E, left out of A:5 = A:2 + B): restarted without them, the view
-                    # would merge the rest, a partial merge. The merge is given up: the
-                    # first phase restarts with this node's own view less its silent
-                    # members (an exclusion), and the next merge takes the subgroups as
-                    # they are then.
+                    # that is alive for all this node knows (of its own view, asked by
+                    # this merge and answering it, heard by the failure detector, or
+                    # heard reporting its view within two intervals) may have refused
+                    # the view (its view had moved on: hostile seeds 21, 451), be cut
+                    # off by a partition begun during the first phase (8779), paused
+                    # (5581), or behind a link losing most of what it sends (1941: 87%
+                    # one way): restarted without it, the view would merge the rest, a
+                    # partial merge. The merge is given up: the first phase restarts
+                    # with this node's own view less its silent members (an exclusion),
+                    # the nodes the merge asked are told (MERGE_CANCEL), so that their
+                    # coordinators are free at once to exclude their own gone members,
+                    # and the next merge takes the subgroups as they are then.
                     members = [m for m in members if m in view]
                     merge = False
-                # else: the silent members are members of other subgroups that this
-                # node's detector suspects (gone, most likely): the restart merges the
-                # rest, still a merge view. Giving it up too would merge again with
-                # their subgroups, whose coordinators answered this merge and cast no
-                # view meanwhile, so the gone members would still be in them.
+                    out.append(Record.of("merge_cancelled", merge=inst.merge_id, reason="silent"))
+                    for n in inst.asked:
+                        out.append(Send(n, M.MergeCancel(inst.merge_id)))
+                # else: the silent members are listed by other subgroups' views only,
+                # suspected and not heard of for two intervals (gone, most likely: a
+                # member crashed while its subgroup's view, which a paused member kept,
+                # still lists it): the restart merges the rest, still a merge view.
+                # Giving it up too would merge again with the view that lists them,
+                # for ever (hostile seed 2127).
                 merge = merge and any(m not in view for m in members)
             self.suspects |= inst.missing_acks
             self._restart(members, out, why="view_ack_collection_timeout", merge=merge)
             return
         msg: Any
         if self.mode == "two_phase":
-            msg = M.PrepareView(inst.view.view_id, inst.view.members)
+            msg = M.PrepareView(inst.view.view_id, inst.view.members, inst.merge)
         else:
             msg = M.ViewMsg(inst.view.view_id, inst.view.members)
         for m in sorted(inst.missing_acks):
@@ -861,9 +882,15 @@ class GmsMachine:
         base = view
         floor = 0
         if self.mode == "two_phase":
-            if self.prepared is not None and self.prepared.key > view.key:
-                base = self.prepared  # restart the first phase of the view it prepared
-                floor = self.prepared.counter
+            # A merge view it prepared is not carried on: the merge is its leader's (a
+            # merge leader gone is a merge given up, as JGroups cancels it), and that
+            # view less the suspects would merge the rest, a partial merge (hostile
+            # seeds 5159, 7379: C:5, A's merge view less A, F and H, left H in A:3;
+            # 9023: D carried on A's merge view, which its own coordinator never cast).
+            p = self.prepared
+            if p is not None and p.key > view.key and not self.prepared_merge:
+                base = p  # restart the first phase of the view it prepared
+                floor = p.counter
             elif view.coord != self.node_id:
                 # restart the second phase: resend COMMIT_VIEW of the view it committed
                 out.append(Record.of("recommit", view=view.view_id))
@@ -930,7 +957,7 @@ class GmsMachine:
             return
         if self.prepared is not None and v.key < self.prepared.key:
             return
-        if not self._may_prepare(v):
+        if not self._may_prepare(v, msg.merge is True):
             out.append(Record.of("refused_view", view=v.view_id, creator=src))
             return
         if self.install is not None and v.key > self.install.view.key:
@@ -947,6 +974,7 @@ class GmsMachine:
                 self.state = St.COORDINATOR if mine else St.PARTICIPANT
         self.prepared = v
         self.prepared_at = self.now
+        self.prepared_merge = msg.merge is True
         out.append(Send(src, M.ViewAck(v.view_id)))
         out.append(SetTimer(TIMER_OF["status_timer"], self.status_timeout))
 
@@ -957,16 +985,19 @@ class GmsMachine:
         if self.view is not None and v.key < self.view.key:
             out.append(Record.of("older_view", view=v.view_id, current=self.view.view_id, src=src))
 
-    def _may_prepare(self, v: GView) -> bool:
+    def _may_prepare(self, v: GView, merge: bool) -> bool:
         """Whether this member may prepare ``v``: one created by a member of its view (its
-        coordinator, or the next in line taking over), or one that takes its view entire
-        but for members it suspects (a merge). Any other view would split its group: a
-        JOIN sent before this node got into another view and answered after, say, which
-        took it out of that view and left the others behind (``regress_stale_join``)."""
+        coordinator, or the next in line taking over), or a merge view (``merge``: its
+        PREPARE_VIEW says so) that takes its view entire but for members it suspects.
+        Any other view would split its group: a JOIN sent before this node got into
+        another view and answered after, say, which took it out of that view and left
+        the others behind (``regress_stale_join``), or, this node's view a singleton it
+        formed after giving its JOIN up, merged that view with the JOIN's coordinator's
+        alone (hostile seed 1197, ``regress_join_served_after_a_pause``)."""
         view = self.view
         if view is None or v.coord in view:
             return True
-        return all(m in v or m in self.suspects for m in view.members)
+        return merge and all(m in v or m in self.suspects for m in view.members)
 
     def _on_commit_view(self, src: str, msg: M.CommitView, out: list[Effect]) -> None:
         if self.mode != "two_phase":
@@ -1128,7 +1159,17 @@ class GmsMachine:
         if self.merge_lock is not None and self.merge_lock[1] > now:
             return
         window = now - 2 * self.merge_interval
-        self.info = {n: e for n, e in self.info.items() if e[0] >= window}
+        # A node waited for (heard alive, its INFO not heard since: _unaccounted) keeps
+        # the INFO last heard from it, older than two intervals or not: it is the best
+        # picture of its view there is, and dropping it as the wait ended merged the
+        # others without it (hostile seed 8238: B's INFO, heard 1.1 s before, behind a
+        # link losing 71% one way). If its view changed since, its answer says so and
+        # the merge is cancelled as stale.
+        self.info = {
+            n: e
+            for n, e in self.info.items()
+            if e[0] >= window or (n in self.unaccounted and n not in self.local_suspects)
+        }
         if self.state is St.COORDINATOR:
             # A member outside this view that still names this node its coordinator is
             # an orphan (it missed the view that excluded it, or started after it): acks
@@ -1366,6 +1407,9 @@ class GmsMachine:
         if self.state is St.PARTICIPANT:
             self.state = St.COORDINATOR  # a JGRP-2092 merge led by a participant
         self._cast(members, out, floor=floor, why=f"merge {mg.merge_id}", merge=True)
+        if self.install is not None and self.install.merge:
+            self.install.merge_id = mg.merge_id
+            self.install.asked = tuple(sorted(mg.expected))
 
     # ------------------------------------------------------------ data path
 

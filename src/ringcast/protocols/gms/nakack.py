@@ -57,14 +57,14 @@ class Nakack:
         self.xmit_interval = xmit_interval
         self.window = window
         self.credit_every = max(1, window // 4)
-        self.floor = 0
-        """The highest own seqno every other member said it delivered (0: none)."""
         self.held_back = False
         """Flow control holds the sender (:meth:`blocked`)."""
         self.view: GView | None = None
         self.seqno = 0
         self.sent: dict[int, Msg] = {}  # unstable own messages of this view
-        self.freed = 0  # every own seqno up to this one was stable and is freed
+        self.freed = 0
+        """The highest own seqno every other member said it delivered (0: none): every
+        own message up to it is freed, and flow control counts from it."""
         self.rx: dict[str, _Rx] = {}
         self.future: dict[str, list[tuple[str, Msg]]] = {}
         self.acked_by: dict[str, int] = {}  # member -> highest of mine it delivered
@@ -80,7 +80,6 @@ class Nakack:
         self.sent.clear()
         self.freed = 0
         self.acked_by = {}
-        self.floor = 0
         self.rx = {m: _Rx() for m in view.members if m != self.node_id}
         waiting = self.future.pop(view.view_id, [])
         self.future = {
@@ -97,7 +96,7 @@ class Nakack:
         """Whether flow control holds the sender: true once ``window`` of its messages
         are beyond what every other member delivered, until at most ``window // 2`` are
         (a new view starts at none)."""
-        in_flight = self.seqno - self.floor
+        in_flight = self.seqno - self.freed
         if in_flight >= self.window:
             self.held_back = True
         elif in_flight <= self.window // 2:
@@ -106,7 +105,7 @@ class Nakack:
 
     def _acked(self, src: str, delivered: int) -> None:
         """``src`` says it delivered this node's messages up to ``delivered``: free what
-        every member delivered, move the flow-control floor."""
+        every member delivered, which moves flow control's count of messages in flight."""
         view = self.view
         assert view is not None
         self.acked_by[src] = max(self.acked_by.get(src, 0), min(delivered, self.seqno))
@@ -114,11 +113,10 @@ class Nakack:
             (self.acked_by.get(m, 0) for m in view.members if m != self.node_id),
             default=self.seqno,
         )
-        if stable > self.floor:
-            for s in range(self.floor + 1, stable + 1):
+        if stable > self.freed:
+            for s in range(self.freed + 1, stable + 1):
                 self.sent.pop(s, None)
-            self.floor = stable
-        self.freed = max(self.freed, stable)
+            self.freed = stable
 
     def on_credit(self, src: str, c: Credit, out: list[Effect]) -> None:
         view = self.view
