@@ -179,18 +179,27 @@ def test_certified_and_exact_checks_agree(shapes: Any) -> None:
         assert hit == broken, name
 
 
-@pytest.mark.parametrize("protocol", [RUN_SCOPED, "totem"])
-def test_every_corruption_agrees_with_and_without_certificate(spark: Any, protocol: str) -> None:
+def test_every_corruption_agrees_with_and_without_certificate(spark: Any) -> None:
     """The lab's corruption catalogue, total order scoped to the run and (Totem) to a
-    configuration: the same verdicts with the certificate as without."""
-    rows = clean_trace("clean")
-    for name, (fn, _) in MUTATIONS.items():
-        rows += fn(clean_trace(f"m:{name}"))[0]
-    frame = _frame(spark, copy.deepcopy(rows), protocol)
-    claims = {protocol: PROPERTIES}
+    configuration: the same verdicts with the certificate as without. Both scopes are
+    checked in one pass, each corrupted run named by its scope."""
+    frames = []
+    for protocol in (RUN_SCOPED, "totem"):
+        rows = clean_trace(f"{protocol}:clean")
+        for name, (fn, _) in MUTATIONS.items():
+            rows += fn(clean_trace(f"{protocol}:m:{name}"))[0]
+        frames.append(_frame(spark, copy.deepcopy(rows), protocol))
+    frame = frames[0].unionByName(frames[1])
+    claims = {RUN_SCOPED: PROPERTIES, "totem": PROPERTIES}
     fast = run_checks(frame, overrides=claims, examples=1000)
     exact = run_checks(frame, overrides=claims, examples=1000, certify=False)
     assert _outcome(fast) == _outcome(exact)
+    # every corruption is found in both scopes
+    by = {r.property: r for r in exact}
+    for name, (_, prop) in MUTATIONS.items():
+        for protocol in (RUN_SCOPED, "totem"):
+            run = f"{protocol}:m:{name}"
+            assert any(c["run"] == run for c in by[prop].counterexamples), (run, prop)
 
 
 def test_view_scoped_protocols_are_certified_too(spark: Any) -> None:
