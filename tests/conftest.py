@@ -11,8 +11,12 @@ the day-to-day subset (``./dev test --quick``, ``pytest -m "not slow and not ran
   namespaces, JVMs or a browser, or keep real time (``lab``, ``runtime``, ``live``,
   ``references``). ``./dev test`` runs every other test first, spread over the machine's
   cores (pytest-xdist: simulated runs are seeded, so where a test runs changes nothing),
-  and then these one at a time in one process, so that they share one SparkSession and
-  no test's timers compete with another's.
+  and then these in two lanes side by side (pytest-xdist's ``xdist_group``): the
+  ``spark`` lane holds every test that uses the session's SparkSession or starts Spark
+  (one SparkSession for the test session, in that lane's process) and the local-cluster
+  test that loads a core on purpose; the ``realtime`` lane holds the other real-process
+  and network-namespace tests. Each lane runs its tests one at a time; a lane's tests
+  pick free ports or namespaces of their own, so the two lanes never share one.
 
 CI runs everything (``./dev test``)."""
 
@@ -40,6 +44,9 @@ SLOW_FILES = ("sim/test_bounded_state.py", "protocols/totem/test_rrp.py")
 """Simulated suites of 30 s and more on a shared 2-core machine."""
 RANDOMIZED_FILES = ("test_randomized.py", "test_hostile.py")
 SERIAL_FOLDERS = ("lab", "runtime", "live", "references")
+SPARK_LANE_FILES = ("runtime/test_steady_cluster.py",)
+"""Serial tests without Spark that run in the ``spark`` lane: a CPU burner on one of the
+two cores leaves no room for another lane's work."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -50,16 +57,35 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def _rel(item: pytest.Item) -> str:
+    """The test file's path under tests/ ("" outside it)."""
+    try:
+        return item.path.relative_to(TESTS).as_posix()
+    except ValueError:
+        return ""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        try:
-            rel = item.path.relative_to(TESTS).as_posix()
-        except ValueError:
+        rel = _rel(item)
+        if not rel:
             continue
         folder = rel.split("/", 1)[0]
         if folder in SLOW_FOLDERS or rel in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
-        if folder in SERIAL_FOLDERS:
-            item.add_marker(pytest.mark.serial)
         if item.path.name in RANDOMIZED_FILES or rel.startswith("fuzz/"):
             item.add_marker(pytest.mark.randomized)
+        if folder in SERIAL_FOLDERS:
+            item.add_marker(pytest.mark.serial)
+    # a module goes to one lane whole, so that its module-scoped fixtures are built once
+    spark_modules = {
+        item.path
+        for item in items
+        if "spark" in getattr(item, "fixturenames", ())
+        or _rel(item) in SPARK_LANE_FILES
+        or _rel(item).startswith("lab/")
+    }
+    for item in items:
+        if item.get_closest_marker("serial") is not None:
+            lane = "spark" if item.path in spark_modules else "realtime"
+            item.add_marker(pytest.mark.xdist_group(lane))
