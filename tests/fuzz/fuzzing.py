@@ -196,11 +196,12 @@ def machines_in_states(name: str, *, per_state: int = 2) -> dict[str, list[Any]]
 # ------------------------------------------------------------ state comparison
 
 
-_SKIP = {"now", "ctx", "_current_ev", "last_heard", "dropped", "drops", "counters"}
-"""Not compared: a machine's clock and context, Totem's dispatch bookkeeping, and a
-failure detector's ``last_heard`` (any frame from a peer, even one dropped, is a sign
-that the peer is alive: that is what the detector is for), and the drop counters
-(``dropped``, ``drops``, ``counters``: a dropped message is counted, which is the point)."""
+_SKIP = {"now", "ctx", "_current_ev", "last_heard", "dropped", "drops", "_malformed", "counters"}
+"""Not compared, as attributes or slots: a machine's clock and context, Totem's
+dispatch bookkeeping, a failure detector's ``last_heard`` (any frame from a peer, even
+one dropped, is a sign that the peer is alive: that is what the detector is for), and
+the drop counters (``dropped``, ``drops``, ``_malformed``, ``counters``: a dropped
+message is counted, which is the point), the machine driver's among them."""
 
 
 def _norm(v: Any, depth: int = 0) -> Any:
@@ -224,7 +225,10 @@ def _norm(v: Any, depth: int = 0) -> Any:
         return (type(v).__name__, _norm(vars(v), depth + 1))
     slots = getattr(type(v), "__slots__", None)
     if slots:
-        return (type(v).__name__, {s: _norm(getattr(v, s, None), depth + 1) for s in slots})
+        return (
+            type(v).__name__,
+            {s: _norm(getattr(v, s, None), depth + 1) for s in slots if s not in _SKIP},
+        )
     return repr(v)
 
 
