@@ -1,11 +1,12 @@
 """The Raincore Group Communication Manager of one node (the Raincore paper, section 1.1).
 
-:class:`RaincoreMachine` keeps the local data structures of Figure 8 under the seed's
-names and runs the pseudo code of the eight events, dispatching on the transition table
-of :mod:`._state`. The token and the 911 message travel as ``Send(..., reliable=True)``
-through the reliable-unicast layer (the Transport Manager), whose ``SendFailed`` is the
-"failure-on-delivery notification". Every place where the seed is silent and a choice
-was made is marked "Decision" and listed in docs/protocols/raincore.md.
+:class:`RaincoreMachine` keeps the local data structures of Figure 8 under the paper's
+names (in snake case) and runs the pseudo code of the eight events, dispatching on the
+transition table of :mod:`._state`. The token and the 911 message travel as
+``Send(..., reliable=True)`` through the reliable-unicast layer (the Transport Manager),
+whose ``SendFailed`` is the "failure-on-delivery notification". Every place where the
+paper is silent and a choice was made is marked "Decision" and listed in
+docs/protocols/raincore.md.
 """
 
 from __future__ import annotations
@@ -773,7 +774,7 @@ class RaincoreMachine:
     # ------------------------------------------------------------------ leaving
 
     def _leave(self, now: int) -> list[Effect]:
-        """Decision (the seed has no leave): pass the token on without this node."""
+        """Decision (the paper has no leave): pass the token on without this node."""
         out = self.lock.release("leave")
         token = self.token
         self.stopped = True

@@ -153,20 +153,20 @@ class TribesMachine:
         self.membership = Membership(ctx.node_id, settings.member_drop_time)
         self.state = State.STARTING
         self.start_time = 0
-        # The seed's fields.
+        # Tomcat's NonBlockingCoordinator fields.
         self.view: tuple[CoordMember, ...] = ()
         self.view_id: str | None = None
         self.leader: NodeId | None = None
         self.suggested_view: tuple[CoordMember, ...] = ()
         self.suggested_view_id: str | None = None
         # Not in the seed: the last token this node handled (what it believes the
-        # election is: the seed's "A - {A-ldr, mbrs-A,B,C,D,E, id=X}"), the last token
+        # election is: Tomcat's log line "A - {A-ldr, mbrs-A,B,C,D,E, id=X}"), the last token
         # it sent and to whom (for failure-on-delivery), whether its membership changed
         # since it last merged it into a token, and the elections it saw concluded.
         self.last_token: CoordRequest | None = None
         self.outbound: tuple[CoordRequest, NodeId] | None = None
         self.dirty = False
-        # Not in the seed's state: since when the installed view has differed from the
+        # Not in Tomcat's state: since when the installed view has differed from the
         # membership while idle, and how long the heartbeat check waits before the next
         # election it starts for that (doubling while the difference lasts).
         self.inconsistent_since: int | None = None
@@ -286,7 +286,7 @@ class TribesMachine:
             problem = token_problem(msg)
             if problem:
                 return self._drop(src, problem)
-            # processCoordMessage: the seed's dispatch on the token's source.
+            # processCoordMessage: Tomcat's dispatch on the token's source.
             ev = Ev.MY_TOKEN if msg.source == self.node_id else Ev.OTHER_TOKEN
             return self.fsm.step(ev, now, msg, src)
         if tp is CoordConf:
