@@ -71,7 +71,7 @@ class LinkRule:
 @dataclass(frozen=True)
 class DropRule:
     """Drop the ``nth`` message (1-based) from ``src`` to ``dst`` (optionally only of one
-    message class ``match``): targeted losses for the seeds' worked examples."""
+    message class ``match``): targeted losses for the papers' worked examples."""
 
     src: str
     dst: str
