@@ -417,3 +417,18 @@ def test_a_merge_keeps_the_info_of_a_node_it_waited_for() -> None:
     (start,) = checks.records(rows, "merge_start", "A")
     assert start["detail"]["asked"] == ["B", "C"]
     assert {r["node"] for r in checks.records(rows, "view") if r["view"] == "A:4"} == set("ABC")
+
+
+def test_a_merge_does_not_wait_for_a_restarted_joiner() -> None:
+    """regress_merge_asks_a_joiner (hostile seed 3933): A's merge asks E, restarted and
+    joining, for its view before the crash; E refuses with no view, A forgets E's INFO
+    and cancels at once, E's JOIN is served and the four live nodes are one view within
+    10 T of the last fault (before: E dropped MERGE_REQ, three merges waited out their
+    interval holding B and D, E's JOINs went stale, and the group settled after the
+    bound)."""
+    rows = run("regress_merge_asks_a_joiner", "two_phase", seed=3933)
+    assert checks.merge_atomicity(rows) == []
+    assert checks.safety(rows) == []
+    assert convergence(rows, set("ABDE"), 200_000_000) == []
+    reasons = [r["detail"]["reason"] for r in checks.records(rows, "merge_cancelled", "A")]
+    assert "refused by E (no view)" in reasons
