@@ -81,7 +81,6 @@ def _receiver() -> Any:
     m.log = RingLog(m.ring_id)
     m.memb = ("n1", "n2", "n3")
     m.state = OP
-    m._bind_state()
     return m
 
 

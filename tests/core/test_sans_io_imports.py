@@ -62,3 +62,45 @@ def test_the_trace_rows_module_re_exports_the_core_sink() -> None:
     assert rows.TraceSink is tracerows.TraceSink
     assert rows.host_detail is tracerows.host_detail
     assert rows.record_columns is tracerows.record_columns
+
+
+TASK = textwrap.dedent(
+    """
+    import importlib.abc
+    import sys
+    import tomllib
+
+    class Refuse(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name.split(".")[0] in ("pydantic", "pydantic_core"):
+                raise ImportError(f"{name} is refused in this test")
+            return None
+
+    sys.meta_path.insert(0, Refuse())
+
+    from ringcast.lab.sweep import RunSpec, simulate
+
+    doc = tomllib.loads(open(sys.argv[1]).read())
+    spec = RunSpec(
+        run="crash:1", protocol="raincore", scenario="crash", point="", params="{}",
+        seed=1, nodes=4, scenario_index=0,
+    )
+    table = simulate(spec, doc)
+    assert "error" not in set(table.column("kind").to_pylist()), table.slice(0, 3)
+    print(table.num_rows)
+    """
+)
+
+
+def test_a_sweep_task_runs_where_pydantic_cannot_be_imported() -> None:
+    """A Spark executor runs only the ringcast the driver shipped it (a zip of pure
+    Python): a sweep's task parses its scenario document, which the driver validated
+    against the file schema, and simulates it without pydantic."""
+    from pathlib import Path
+
+    scenario = Path(__file__).resolve().parents[2] / "scenarios" / "raincore" / "crash.toml"
+    proc = subprocess.run(
+        [sys.executable, "-c", TASK, str(scenario)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout.strip()) > 100

@@ -107,10 +107,10 @@ def register_tribes_lazy() -> None:
     class LazyTribes(TribesMachine):
         def _handleOtherToken(self, now, tok, sender):  # type: ignore[no-untyped-def]
             out = super()._handleOtherToken(now, tok, sender)
-            sent = self.lastToken
+            sent = self.last_token
             if (
                 sent is not None
-                and self.viewId is not None
+                and self.view_id is not None
                 and sent.leader != self.node_id
                 and [m.node for m in sent.members] == [m.node for m in tok.members]
             ):

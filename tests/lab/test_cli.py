@@ -255,10 +255,10 @@ def test_check_with_and_without_certificate(spark: Any, traces: dict[str, Path])
         assert (fast[name]["runs_certified"], exact[name]["runs_certified"]) == (1, 0)
 
 
-def test_spark_out_of_memory_is_one_line_that_says_what_to_do() -> None:
+def test_spark_out_of_memory_is_one_line_that_says_what_to_do(tmp_path: Path) -> None:
     import argparse
 
-    from ringcast.cli.lab import OUT_OF_MEMORY, _guard
+    from ringcast.cli.lab import OUT_OF_MEMORY, SWEEP_OUT_OF_MEMORY, _guard
     from ringcast.cli.main import CliError
 
     class JobFailed(Exception):  # what PySpark raises for a failed job: the JVM's text
@@ -277,6 +277,18 @@ def test_spark_out_of_memory_is_one_line_that_says_what_to_do() -> None:
     with pytest.raises(CliError) as e:
         _guard(oom)(argparse.Namespace())
     assert str(e.value) == OUT_OF_MEMORY and "RINGCAST_DRIVER_MEMORY" in OUT_OF_MEMORY
+    # a sweep that ran out of memory before its traces were complete says so, and what
+    # to raise; once they are written, they are kept for `lab check`
+    out = tmp_path / "out"
+    swept = argparse.Namespace(sweep=tmp_path / "s.toml", out=out)
+    with pytest.raises(CliError) as e:
+        _guard(oom)(swept)
+    assert str(e.value) == SWEEP_OUT_OF_MEMORY and "RINGCAST_DRIVER_MEMORY" in str(e.value)
+    (out / "traces").mkdir(parents=True)
+    (out / "traces" / "_SUCCESS").touch()
+    with pytest.raises(CliError) as e:
+        _guard(oom)(swept)
+    assert str(e.value) == OUT_OF_MEMORY
     with pytest.raises(JobFailed):  # any other failure is not hidden
         _guard(other)(argparse.Namespace())
 

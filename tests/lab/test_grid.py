@@ -234,10 +234,11 @@ def test_expect_must_be_tables() -> None:
         parse_sweep(doc, "s.toml", base=ROOT)
 
 
-def test_the_bundled_sweeps_declare_the_gms_control() -> None:
+@pytest.mark.parametrize("name", ["default", "catalogue_full"])
+def test_the_bundled_sweeps_declare_the_gms_control(name: str) -> None:
     from ringcast.lab.grid import load_sweep
 
-    sweep = load_sweep(ROOT / "sweeps" / "default.toml")
+    sweep = load_sweep(ROOT / "sweeps" / f"{name}.toml")
     (plain,) = sweep.expect
     assert plain.where == {"settings.view_install": "plain"}
     assert plain.violates == ("convergence", "delivery_progress")
@@ -273,17 +274,41 @@ def test_a_generator_draws_larger_groups_and_a_longer_quiet_end() -> None:
             parse_sweep({**doc, "generator": {"kind": "hostile", "quiet": bad}}, "bad.toml")
 
 
-def test_the_default_sweep_saturates_every_protocol() -> None:
-    """Every registered protocol has points of the default sweep with a saturating
-    workload (rate = 0), so the simulator's half of the lab sees flow control at its
-    limit as the live half does."""
+@pytest.mark.parametrize("name", ["default", "catalogue_full"])
+def test_the_default_sweep_saturates_every_protocol(name: str) -> None:
+    """Every registered protocol has points of the default sweep (and of the whole
+    catalogue) with a saturating workload (rate = 0), so the simulator's half of the lab
+    sees flow control at its limit as the live half does."""
     from ringcast.lab.grid import load_sweep
     from ringcast.protocols import registry
 
-    sweep = load_sweep(ROOT / "sweeps" / "default.toml")
+    sweep = load_sweep(ROOT / "sweeps" / f"{name}.toml")
     saturated = {
         r.protocol
         for r in sweep.runs
         if any(w.rate == 0 for w in parse_scenario(sweep.documents[r.scenario_index]).workloads)
     }
     assert saturated == set(registry.builtin_names())
+
+
+def test_the_default_sweep_is_a_small_sample_of_every_family_and_fault() -> None:
+    """The main job's sweep stays a fixed, small sample (its size sets how long `./dev
+    run` takes) that still runs every family, a hostile slice of every family, and every
+    fault and network impairment the whole catalogue applies."""
+    from ringcast.lab.grid import load_sweep
+    from ringcast.protocols import registry
+
+    def faults(sweep: Any) -> tuple[set[str], set[str]]:
+        actions = {f["action"] for d in sweep.documents for f in d.get("nemesis", [])}
+        network = {k for d in sweep.documents for k, v in d.get("network", {}).items() if v}
+        return actions, network
+
+    default = load_sweep(ROOT / "sweeps" / "default.toml")
+    full = load_sweep(ROOT / "sweeps" / "catalogue_full.toml")
+    assert len(default.runs) <= 150 < len(full.runs)
+    families = set(registry.builtin_names())
+    assert {r.protocol for r in default.runs} == families
+    assert {r.protocol for r in default.runs if r.point == "generated"} == families
+    actions, network = faults(default)
+    full_actions, full_network = faults(full)
+    assert actions >= full_actions and network >= full_network

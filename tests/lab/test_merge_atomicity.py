@@ -5,6 +5,7 @@ bug (:func:`lab_buggy.register_gms_first_coord`) with it."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from ringcast.lab.sweep import run_sweep
 from ringcast.protocols import registry
 from ringcast.sim import Simulation, load_scenario
 from ringcast.sim.hostile import hostile_scenario
+from ringcast.trace.schema import COLUMNS
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -36,12 +38,85 @@ cloudpickle.register_pickle_by_value(lab_buggy)
 
 SPLIT = ROOT / "scenarios" / "gms" / "jgroups" / "split_8_into_4.toml"
 BUNDLED = ("gms/partition_merge", "gms/regress_overlapping_merges", "tribes/partition_heal")
-HOSTILE = (("gms", 221), ("gms", 1454), ("tribes", 19), ("tribes", 22), ("totem", 70))
-"""Hostile runs that violate the property (GMS seed 221: a heal merge without a live
-singleton, docs/protocols/gms.md; Tribes and Totem do not claim it) and so exercise
-every clause on real traces; and one that does not (GMS seed 1454: F, which missed the
-exclusion A:5 of A:4, installs A:6, which admits the restarted C: a join, whose two
-sources are one subgroup before and after the exclusion)."""
+HOSTILE = (
+    ("gms", 221),
+    ("gms", 1454),
+    ("gms", 3494),
+    ("tribes", 19),
+    ("tribes", 22),
+    ("totem", 70),
+)
+"""Hostile runs that violate the property (Tribes and Totem do not claim it) and so
+exercise every clause on real traces; and two that do not: GMS seed 1454 (F, which
+missed the exclusion A:5 of A:4, installs A:6, which admits the restarted C: a join,
+whose two sources are one subgroup before and after the exclusion) and GMS seed 3494
+(C, which missed A:5 = A:3 less E plus D, installs A:6 from A:3, A from A:5: A:6 admits
+the restarted E; A:3 and A:5 are not inside one another but A installed both, A:3
+first, and C is a member of A:5: one subgroup, a join)."""
+
+Event = tuple[int, str, str, Any]
+"""(ms, node, regular view or fault action, the view's members or the fault's detail)."""
+
+CUT = {"groups": [["D"], ["B"], ["A", "C", "E"]]}
+LINEAGE: dict[str, list[Event]] = {
+    # seed 3494's shape: A:5 = A:3 less E plus D; C misses it and installs A:6 from
+    # A:3: a join of the restarted E, although B, on another side of the healed
+    # partition, is alive in a view of its own
+    "lineage/join": [
+        *[(0, n, "A:3", ["A", "C", "E"]) for n in "ACE"],
+        (0, "B", "B:2", ["B"]),
+        (1, "A", "partition", CUT),
+        (2, "A", "heal", {}),
+        (5, "E", "crash", {}),
+        (10, "D", "join", {}),
+        (20, "A", "A:5", ["A", "C", "D"]),
+        (20, "D", "A:5", ["A", "C", "D"]),
+        (30, "E", "restart", {}),
+        *[(400, n, "A:6", ["A", "C", "D", "E"]) for n in "ACDE"],
+    ],
+    # A:5 excludes E and F, which stay in A:3, alive; A:6 takes E back from A:3 and
+    # leaves F, still in A:3: a merge of one lineage's two views, and a partial one
+    "lineage/excluded_return": [
+        *[(0, n, "A:3", ["A", "C", "E", "F"]) for n in "ACEF"],
+        (10, "D", "join", {}),
+        *[(20, n, "A:5", ["A", "C", "D"]) for n in "ACD"],
+        *[(40, n, "A:6", ["A", "C", "D", "E"]) for n in "ACDE"],
+    ],
+}
+"""Hand-written GMS traces of one coordinator's lineage: two sources of a view, one
+installed by the coordinator before the other, are one subgroup only when the nodes
+that came from the older one are members of the newer one."""
+
+
+def _write_rows(out: Path, run_id: str, events: list[Event]) -> list[dict[str, Any]]:
+    """``events`` as a trace file of GMS under ``out``; the rows as the reference reads
+    them."""
+    from ringcast.trace.writer import open_writer
+
+    index: dict[str, int] = {}
+    rows: list[dict[str, Any]] = []
+    for ms, node, what, more in sorted(events, key=lambda e: e[0]):
+        i = index[node] = index.get(node, -1) + 1
+        view = isinstance(more, list)
+        rows.append(
+            {
+                "run": run_id, "node": node, "t": ms * 1_000_000, "i": i,
+                "kind": "view" if view else "fault", "msg": None, "order": None,
+                "view": what if view else None, "members": more if view else None,
+                "transitional": False if view else None, "size": None,
+                "detail": {} if view else {"action": what, **more}, "network": None,
+            }
+        )  # fmt: skip
+    out.mkdir(parents=True)
+    with open_writer(out / "trace.parquet", "parquet", protocol="gms") as w:
+        w.write(
+            tuple(
+                json.dumps(r[c]) if c == "detail" and r[c] else (None if c == "detail" else r[c])
+                for c in COLUMNS
+            )
+            for r in rows
+        )
+    return rows
 
 
 CLAUSES = ("partial merge after the heal", "partial merge", "overlapping merges")
@@ -75,6 +150,8 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, li
         timeout = registry.get(protocol).timeout_ns({})
         run = hostile_scenario(seed, protocol, token_timeout=timeout)
         write(run.scenario, seed, f"hostile/{protocol}:{seed}")
+    for run_id, events in LINEAGE.items():
+        ref[run_id] = merge_atomicity(_write_rows(out / f"{len(ref):03d}", run_id, events))
     return out, ref
 
 
@@ -100,6 +177,9 @@ def test_the_check_and_its_reference_agree(
     assert got["first_coord:1"] and not got["gms/partition_merge:1"]
     assert not got["gms/regress_overlapping_merges:1"]
     assert not got["hostile/gms:1454"] and not ref["hostile/gms:1454"]
+    assert not got["hostile/gms:3494"] and not ref["hostile/gms:3494"]
+    assert not got["lineage/join"] and not ref["lineage/join"]
+    assert got["lineage/excluded_return"] == [("partial merge", "A:6")]
 
 
 @pytest.fixture(scope="module")

@@ -74,7 +74,7 @@ def _guard(fn: Any) -> Any:
         except Exception as e:
             if not _out_of_memory(e):
                 raise
-            raise CliError(OUT_OF_MEMORY) from None
+            raise CliError(_out_of_memory_line(args)) from None
 
     return handler
 
@@ -84,7 +84,25 @@ OUT_OF_MEMORY = (
     "(RINGCAST_DRIVER_MEMORY=8g for local Spark, default 4g; --conf spark.executor.memory="
     "... on a cluster), or use more --partitions, then run `ringcast lab check OUT` again"
 )
+SWEEP_OUT_OF_MEMORY = (
+    "Spark ran out of memory while the sweep ran, before its traces were written: give "
+    "the lab more memory (RINGCAST_DRIVER_MEMORY=8g for local Spark, default 4g; --conf "
+    "spark.executor.memory=... on a cluster), or run the sweep in more tasks "
+    "(--partitions) or in parts (--seeds)"
+)
 _OOM_MARKERS = ("OutOfMemoryError", "UNABLE_TO_ACQUIRE_MEMORY", "Java heap space")
+
+
+def _out_of_memory_line(args: argparse.Namespace) -> str:
+    """What to do when Spark ran out of memory: a command that sweeps (``--out``) and
+    has no complete traces there lost its sweep; otherwise the traces are kept and can
+    be checked again."""
+    from ringcast.lab.load import TRACES_DIR
+
+    out = getattr(args, "out", None)
+    if getattr(args, "sweep", None) is None or not isinstance(out, Path):
+        return OUT_OF_MEMORY
+    return OUT_OF_MEMORY if (out / TRACES_DIR / "_SUCCESS").exists() else SWEEP_OUT_OF_MEMORY
 
 
 def _out_of_memory(e: BaseException) -> bool:

@@ -170,8 +170,8 @@ def install_view(view: View) -> list[InstallView]:
 
 def leader_of_view(view: View) -> list[LeaderChanged]:
     """The leader every node of a regular configuration names, for the protocols whose
-    seed elects none (Raincore, Totem): its first member (:attr:`View.leader`). Nothing
-    for a transitional or an empty configuration."""
+    source elects none (the Raincore and Totem papers): its first member
+    (:attr:`View.leader`). Nothing for a transitional or an empty configuration."""
     if view.transitional or view.leader is None:
         return []
     return [LeaderChanged(view.leader, view.view_id)]

@@ -1,8 +1,9 @@
 """One state-machine convention for every protocol family.
 
-A protocol whose seed has a state diagram writes it down as a :class:`TransitionTable`:
-for each ``(state, event)`` pair the *action* the machine runs (a method name) and every
-state that action may end in. The machine then
+A protocol whose source (a paper, a reference implementation) has a state diagram
+writes it down as a :class:`TransitionTable`: for each ``(state, event)`` pair the
+*action* the machine runs (a method name) and every state that action may end in. The
+machine then
 
 1. looks the pair up with :meth:`TransitionTable.lookup`; a pair the table does not
    list is an event the protocol does not expect in that state: the machine drops it

@@ -535,10 +535,14 @@ def merge_atomicity(rows: list[Row]) -> list[str]:
 
     A *merge view* is a regular view that adds members to every view its installers
     came from (each installer's regular view just before it, since its last crash,
-    restart, join or leave), two or more of them not inside one another: a view inside
-    one of those is an exclusion from it, whatever some installers missed on the way,
-    and a source inside another is that subgroup after an exclusion some installers
-    missed (a view admitting a joiner after it is a join, not a merge). It fails when:
+    restart, join or leave), two or more of them not behind another: a view inside
+    one of those is an exclusion from it, whatever some installers missed on the way.
+    A source is behind another when it is inside it, or when the other's creator (the
+    node its id names) installed it before the other, no reset between, and every node
+    that came from it is a member of the other: one subgroup before and after a view
+    change some installers missed (a view admitting a joiner after it is a join, not a
+    merge); a node left out of the other that comes back from it is a subgroup of its
+    own. It fails when:
 
     * partial: just before the view's first installation (the earliest ``t``), the
       network is whole (no partition, or the last one healed) and a node outside the
@@ -555,6 +559,7 @@ def merge_atomicity(rows: list[Row]) -> list[str]:
     """
     members: dict[str, tuple[str, ...]] = {}
     sources: dict[str, set[str]] = defaultdict(set)
+    came: dict[tuple[str, str], set[str]] = defaultdict(set)  # (view, source): installers
     first: dict[str, tuple[int, str]] = {}
     # per node, in event order: (t, view or None: a reset) and (t, life action)
     views: dict[str, list[tuple[int, str | None]]] = defaultdict(list)
@@ -581,6 +586,7 @@ def merge_atomicity(rows: list[Row]) -> list[str]:
         prev = cur.get(n)
         if prev is not None and prev != v:
             sources[v].add(prev)
+            came[v, prev].add(n)
         cur[n] = v
         views[n].append((t, v))
         first[v] = min(first.get(v, (t, n)), (t, n))
@@ -594,21 +600,39 @@ def merge_atomicity(rows: list[Row]) -> list[str]:
     def adds(v: str, p: str) -> bool:
         return not set(members[v]) <= set(members.get(p, ()))
 
-    def subgroups(src: set[str]) -> int:
-        """The sources that are not inside another one: a source inside another is the
-        same subgroup after an exclusion (a view some installers missed)."""
-        return sum(
-            1
-            for p in src
-            if not any(set(members.get(p, ())) < set(members.get(o, ())) for o in src)
-        )
+    def ancestor(p: str, o: str) -> bool:
+        """``p`` came before ``o`` in the lineage of ``o``'s creator (the node its id
+        names): that node installed ``p``, then ``o``, with no reset between."""
+        creator = o.partition(":")[0]
+        seen = False
+        for _, x in views.get(creator, ()):
+            if x is None:
+                seen = False
+            elif x == p:
+                seen = True
+            elif x == o and seen:
+                return True
+        return False
+
+    def behind(v: str, p: str, o: str) -> bool:
+        """Source ``p`` of ``v`` is source ``o``'s subgroup before a view change some
+        installers missed: inside ``o``, or an ancestor of ``o`` whose installers of
+        ``v`` are all members of ``o`` (a node left out of ``o`` that comes back from
+        ``p`` is a subgroup of its own: a merge)."""
+        if set(members.get(p, ())) < set(members.get(o, ())):
+            return True
+        return ancestor(p, o) and came[v, p] <= set(members.get(o, ()))
+
+    def subgroups(v: str, src: set[str]) -> int:
+        """The sources that are not behind another one."""
+        return sum(1 for p in src if not any(o != p and behind(v, p, o) for o in src))
 
     merges = {
         v
         for v, src in sources.items()
         if sum(adds(v, p) for p in src) >= 2
         and all(adds(v, p) for p in src)
-        and subgroups(src) >= 2
+        and subgroups(v, src) >= 2
     }
     cuts = sorted({(t, c): (t, c, g) for t, c, g in cuts}.values(), key=lambda x: x[:2])
     bad = []

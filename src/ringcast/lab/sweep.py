@@ -63,7 +63,7 @@ def simulate(spec: RunSpec, document: dict[str, Any]) -> pa.Table:
     from ringcast.trace.schema import SCHEMA
 
     try:
-        scenario = parse_scenario(document, spec.scenario)
+        scenario = parse_scenario(document, spec.scenario, checked=True)
         table = Simulation(scenario, spec.seed, run_id=spec.run).run().table()
     except Exception as e:  # a failing run is recorded, not lost with its partition
         detail = json.dumps(

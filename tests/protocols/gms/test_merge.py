@@ -20,8 +20,9 @@ FIVE = set("ABCDE")
 
 @pytest.mark.parametrize("seed", range(1, 21))
 def test_partition_merge_is_one_merge_of_everyone(seed: int) -> None:
-    """3 / 2 split and heal: before the fix 16 of these 20 seeds merged in pieces (seed
-    1 left E behind, seed 4 installed the overlapping A:4 {A,B,C,E} and D:4 {B,C,D,E})."""
+    """3 / 2 split and heal, the failure guarded against: 16 of these 20 seeds merging in
+    pieces (seed 1 leaving E behind, seed 4 installing the overlapping A:4 {A,B,C,E} and
+    D:4 {B,C,D,E})."""
     rows = run("partition_merge", "two_phase", seed=seed)
     assert checks.merge_atomicity(rows) == []
     assert checks.safety(rows) == []
@@ -47,7 +48,8 @@ def test_a_merge_takes_the_whole_of_every_subgroup(mode: str, seed: int) -> None
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_two_leaders_never_install_overlapping_merges(seed: int) -> None:
     """regress_overlapping_merges: A and D never hear each other's INFO, each leads a
-    merge; before the fix A:4 {A,B,C,E} and D:4 {B,C,D,E} (seed 1) were both installed."""
+    merge; the failure guarded against: A:4 {A,B,C,E} and D:4 {B,C,D,E} (seed 1) both
+    installed."""
     rows = run("regress_overlapping_merges", "two_phase", seed=seed)
     assert {r["node"] for r in checks.records(rows, "merge_start")} >= {"A", "D"}
     assert checks.merge_atomicity(rows) == []
@@ -415,3 +417,18 @@ def test_a_merge_keeps_the_info_of_a_node_it_waited_for() -> None:
     (start,) = checks.records(rows, "merge_start", "A")
     assert start["detail"]["asked"] == ["B", "C"]
     assert {r["node"] for r in checks.records(rows, "view") if r["view"] == "A:4"} == set("ABC")
+
+
+def test_a_merge_does_not_wait_for_a_restarted_joiner() -> None:
+    """regress_merge_asks_a_joiner (hostile seed 3933): A's merge asks E, restarted and
+    joining, for its view before the crash; E refuses with no view, A forgets E's INFO
+    and cancels at once, E's JOIN is served and the four live nodes are one view within
+    10 T of the last fault (before: E dropped MERGE_REQ, three merges waited out their
+    interval holding B and D, E's JOINs went stale, and the group settled after the
+    bound)."""
+    rows = run("regress_merge_asks_a_joiner", "two_phase", seed=3933)
+    assert checks.merge_atomicity(rows) == []
+    assert checks.safety(rows) == []
+    assert convergence(rows, set("ABDE"), 200_000_000) == []
+    reasons = [r["detail"]["reason"] for r in checks.records(rows, "merge_cancelled", "A")]
+    assert "refused by E (no view)" in reasons

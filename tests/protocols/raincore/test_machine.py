@@ -49,21 +49,21 @@ def test_token_goes_round_with_increasing_sequence_numbers() -> None:
 def test_eating_node_drops_a_second_token() -> None:
     net = Net(("A", "B")).start()
     a = net.inner("A")
-    assert a.tokenState is TokenState.EATING
+    assert a.token_state is TokenState.EATING
     copy = a.token.with_(sequence_number=99)
     net.feed("A", Received("B", copy))
     assert net.records("A", "token")[-1]["op"] == "dropped"
-    assert a.lastTokenSeq == 11
+    assert a.last_token_seq == 11
 
 
 def test_stale_token_is_dropped_by_sequence_number() -> None:
     net = Net(("A", "B")).start().run(8)
     b = net.inner("B")
-    assert b.tokenState is TokenState.HUNGRY
-    stale = Token(TOKEN_SIGNATURE, b.lastTokenSeq, ("A", "B"), 0, 1, 1)
+    assert b.token_state is TokenState.HUNGRY
+    stale = Token(TOKEN_SIGNATURE, b.last_token_seq, ("A", "B"), 0, 1, 1)
     net.feed("B", Received("A", stale))
     assert net.records("B", "token")[-1]["reason"] == "sequence number mis-match"
-    assert b.tokenState is TokenState.HUNGRY
+    assert b.token_state is TokenState.HUNGRY
 
 
 def test_delivery_failure_removes_the_node_and_the_survivors_commit() -> None:
@@ -72,7 +72,7 @@ def test_delivery_failure_removes_the_node_and_the_survivors_commit() -> None:
     net.run(150)
     for n in "ACD":
         assert views(net, n) == {1: ("A", "B", "C", "D"), 2: ("A", "C", "D")}
-        assert net.inner(n).lastGlobalView == ("A", "C", "D")
+        assert net.inner(n).last_global_view == ("A", "C", "D")
     states = [(r["view_state"], tuple(r["local_view"])) for r in net.records("A", "state")]
     acd = ("A", "C", "D")
     assert states[states.index(("chaos", acd)) :][:3] == [
@@ -91,14 +91,14 @@ def test_single_node_left_commits_at_once() -> None:
     assert a.state == (TokenState.EATING, ViewState.AGREEMENT)
     sent_before = len(net.of_type("A", Send))
     net.run(100)
-    assert a.tokenState is TokenState.EATING  # "Restart EATING timeout", nothing to send to
+    assert a.token_state is TokenState.EATING  # "Restart EATING timeout", nothing to send to
     assert len(net.of_type("A", Send)) == sent_before
 
 
 def test_lost_token_is_regenerated_once_by_the_holder_of_the_newest_copy() -> None:
     net = Net(("A", "B", "C", "D")).start().run(6.5)
-    holder = next(n for n in "ABCD" if net.inner(n).tokenState is TokenState.EATING)
-    before = {n: net.inner(n).lastTokenSeq for n in "ABCD"}
+    holder = next(n for n in "ABCD" if net.inner(n).token_state is TokenState.EATING)
+    before = {n: net.inner(n).last_token_seq for n in "ABCD"}
     net.crash(holder)  # dies with the token: it acknowledged it, so no delivery failure
     net.run(400)
     survivors = [n for n in "ABCD" if n != holder]
@@ -109,15 +109,15 @@ def test_lost_token_is_regenerated_once_by_the_holder_of_the_newest_copy() -> No
     assert regens == [newest]
     ring = tuple(n for n in "ABCD" if n != holder)
     for n in survivors:
-        assert set(net.inner(n).lastGlobalView) == set(ring)
+        assert set(net.inner(n).last_global_view) == set(ring)
     vetoes = [r for n in survivors for r in net.records(n, "911") if r.get("status") == "NO"]
     assert vetoes, "the other starving nodes' 911s were vetoed"
 
 
 def _starving(node: str, seq: int) -> RaincoreMachine:
     m = bare(node, ("A", "B", "C"))
-    m.tokenState, m.viewState = TokenState.STARVING, ViewState.CHAOS
-    m.lastToken = Token(TOKEN_SIGNATURE, seq, ("A", "B", "C"), 0, 0, 1)
+    m.token_state, m.view_state = TokenState.STARVING, ViewState.CHAOS
+    m.last_token = Token(TOKEN_SIGNATURE, seq, ("A", "B", "C"), 0, 0, 1)
     return m
 
 
@@ -149,19 +149,19 @@ def test_911_veto_rule() -> None:
 
 def test_node_holding_a_live_token_vetoes_and_own_yes_regenerates() -> None:
     hungry = _starving("B", 5)
-    hungry.tokenState = TokenState.HUNGRY
+    hungry.token_state = TokenState.HUNGRY
     out = hungry.handle(Received("A", _call("A", 50)), 0)
     (send,) = [e for e in out if type(e) is Send]
     assert send.msg.status is Status.NO
     me = _starving("A", 30)
     back = Msg911(NINE11_SIGNATURE, ("A", "B", "C"), 2, 0, 0, 30, Status.YES)
     me.handle(Received("C", back), 0)
-    assert me.tokenState is TokenState.EATING and me.token is not None
+    assert me.token_state is TokenState.EATING and me.token is not None
     assert me.token.sequence_number > 30
     # A NO coming back changes nothing.
     other = _starving("A", 30)
     other.handle(Received("B", back.with_(status=Status.NO)), 0)
-    assert other.tokenState is TokenState.STARVING
+    assert other.token_state is TokenState.STARVING
 
 
 def test_911_delivery_failure_skips_the_dead_node() -> None:
@@ -178,7 +178,7 @@ def test_new_node_joins_through_a_911() -> None:
     net.boot("E", joining=True)
     net.run(200)
     for n in "ABCE":
-        assert set(net.inner(n).lastGlobalView) == {"A", "B", "C", "E"}
+        assert set(net.inner(n).last_global_view) == {"A", "B", "C", "E"}
     assert any(r["node"] == "E" for n in "ABC" for r in net.records(n, "join_request"))
 
 
@@ -210,8 +210,8 @@ def test_911_route_is_the_last_view_then_the_rest_of_the_universe() -> None:
     # Decision 4: A's lastGlobalView is (A, B) but the universe is {A, B, C}: its 911
     # goes on to C, where a majority (A, C) can still be found.
     a = _starving("A", 30)
-    a.globalView[2] = ("A", "B")
-    a.globalViewNumber = 2
+    a.global_view[2] = ("A", "B")
+    a.global_view_number = 2
     (send,) = [e for e in a.handle(TimerFired("rc:starving"), 0) if type(e) is Send]
     assert send.dst == "B" and send.msg.nodelist == ("A", "B", "C")
 
@@ -223,27 +223,27 @@ def test_starving_node_votes_on_a_911_from_outside_its_last_view() -> None:
     # rejoin either way).
     for seq, status, dst in ((31, Status.YES, "B"), (29, Status.NO, "C")):
         a = _starving("A", 30)
-        a.globalView[2] = ("A", "B")
+        a.global_view[2] = ("A", "B")
         call = Msg911(NINE11_SIGNATURE, ("C", "A", "B"), 1, 1, 0, seq, Status.YES)
         (send,) = [e for e in a.handle(Received("C", call), 0) if type(e) is Send]
         assert send.dst == dst and send.msg.status is status
-        assert a.newNodes == ["C"]
+        assert a.new_nodes == ["C"]
 
 
 def test_restarted_node_keeps_its_state_and_starves() -> None:
     net = Net(("A", "B", "C")).start().run(5)
     b = net.inner("B")
-    seq, gv = b.lastTokenSeq, dict(b.globalView)
+    seq, gv = b.last_token_seq, dict(b.global_view)
     net.crash("B")
     net.run(60)
     net.boot("B")
     b2 = net.inner("B")
     assert b2 is not b
     assert b2.state == (TokenState.STARVING, ViewState.CHAOS)
-    assert b2.lastTokenSeq == seq and b2.globalView == gv
+    assert b2.last_token_seq == seq and b2.global_view == gv
     net.run(300)
     for n in "ABC":
-        assert set(net.inner(n).lastGlobalView) == {"A", "B", "C"}
+        assert set(net.inner(n).last_global_view) == {"A", "B", "C"}
 
 
 def test_minority_side_never_commits_and_rejoins_after_heal() -> None:
@@ -251,13 +251,13 @@ def test_minority_side_never_commits_and_rejoins_after_heal() -> None:
     net.cut = {frozenset(("A", x)) for x in "BCD"}
     net.run(400)
     assert views(net, "A") == {1: ("A", "B", "C", "D")}
-    assert net.inner("A").tokenState is TokenState.STARVING
+    assert net.inner("A").token_state is TokenState.STARVING
     for n in "BCD":
-        assert net.inner(n).lastGlobalView == tuple(x for x in ("A", "B", "C", "D") if x != "A")
+        assert net.inner(n).last_global_view == tuple(x for x in ("A", "B", "C", "D") if x != "A")
     net.cut = set()
     net.run(900)
     for n in "ABCD":
-        assert set(net.inner(n).lastGlobalView) == set("ABCD")
+        assert set(net.inner(n).last_global_view) == set("ABCD")
 
 
 def test_multicast_total_order_and_once_across_a_token_loss() -> None:
@@ -269,7 +269,7 @@ def test_multicast_total_order_and_once_across_a_token_loss() -> None:
                 k += 1
                 net.feed(n, Submit(f"{n}:{k}", b"x", "agreed"))
         if step == 20:
-            holder = next(x for x in "ABCD" if net.inner(x).tokenState is TokenState.EATING)
+            holder = next(x for x in "ABCD" if net.inner(x).token_state is TokenState.EATING)
             net.crash(holder)
         net.run((step + 1) * 5)
     net.run(1200)
@@ -295,7 +295,7 @@ def test_lock_granted_while_eating_held_up_to_the_bound() -> None:
     net.run(4)
     assert net.of_type("B", LockGranted)
     b = net.inner("B")
-    assert b.tokenState is TokenState.EATING
+    assert b.token_state is TokenState.EATING
     granted_at = next(t for t, e in net.effects["B"] if type(e) is LockGranted)
     net.run(30)
     released = [(t, e) for t, e in net.effects["B"] if type(e) is LockReleased]

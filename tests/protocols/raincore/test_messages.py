@@ -93,6 +93,6 @@ def test_malformed_messages_are_dropped_not_fatal() -> None:
     drops = net.records("B", "drop")
     assert len(drops) == len(bad)
     # The ring is unharmed: the token keeps circulating.
-    before = net.inner("B").lastTokenSeq
+    before = net.inner("B").last_token_seq
     net.run(40)
-    assert net.inner("B").lastTokenSeq > before
+    assert net.inner("B").last_token_seq > before

@@ -1,6 +1,6 @@
 """The smallest failing runs of the hostile soak, bundled as ``scenarios/raincore/regress_*.toml``
-and run with their own seed: each failed on the code before the fix (the property
-listed with it), and keeps every safety property now. A liveness regression
+and run with their own seed: each once broke the property listed with it, and keeps
+every safety property. A liveness regression
 ("convergence") failed to settle after its last fault; it must now settle within the
 bound of docs/protocols/raincore.md, stated in token timeouts."""
 
@@ -18,7 +18,7 @@ from .hostile import SETTLE_BOUND, safety
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios" / "raincore"
 REGRESSIONS = {
-    # file: the property that failed before the fix
+    # file: the property it once broke
     "regress_split_brain_1of2": "view_agreement",
     "regress_total_order_heal": "total_order",
     "regress_exactly_half_lock": "mutual_exclusion",
@@ -78,8 +78,8 @@ def test_liveness_regression_settles_within_the_bound(name: str) -> None:
 
 def test_a_node_delivers_every_message_it_submitted_in_chaos() -> None:
     """No node crashes in this scenario, so each delivers every message it submitted,
-    those submitted while it was cut off in Chaos included (before the fix B, C and F
-    lost 22 between them: put on a copy of the token that did not survive)."""
+    those submitted while it was cut off in Chaos included (the failure guarded against:
+    B, C and F losing 22 between them, put on a copy of the token that did not survive)."""
     sc = load_scenario(SCENARIOS / "regress_chaos_messages_lost.toml")
     rows = Simulation(sc, seed=sc.seed).run().events()
     assert not [a for a in sc.nemesis if a.action in ("crash", "restart")]
@@ -92,7 +92,7 @@ def test_a_node_delivers_every_message_it_submitted_in_chaos() -> None:
 def test_a_majority_that_never_held_the_token_starts_a_fresh_one() -> None:
     """A, the only holder of the token, crashes for good; B never held it and C
     restarts: the two are a majority of three and form a ring from a fresh token
-    (before the fix they starved to the end, delivering nothing)."""
+    (the failure guarded against: the two starving to the end, delivering nothing)."""
     sc = load_scenario(SCENARIOS / "regress_no_token_to_copy.toml")
     rows = Simulation(sc, seed=sc.seed).run().events()
     live, quiet = live_and_quiet(sc)

@@ -120,7 +120,7 @@ def test_no_node_goes_without_deliveries(run: Run) -> None:
 
 def test_throughput_per_node(run: Run) -> None:
     per_node = len(run.kinds("deliver")) / len(run.sc.nodes) / run.seconds
-    # Before the fix: at most 64 messages a rotation of 5 x (5 ms + hop), 2,460/s on 5
+    # The failure guarded against: at most 64 messages a rotation of 5 x (5 ms + hop), 2,460/s on 5
     # nodes without the datagram limit and under 200/s with it.
     assert per_node > 5_000
 

@@ -104,11 +104,11 @@ def _machine(state: tuple[TokenState, ViewState]) -> RaincoreMachine:
     ctx = MachineContext("B", NODES, NODES, settings=settings)
     m = RaincoreMachine(ctx, RaincoreSettings.from_mapping(settings))
     m.handle(Start(), 0)
-    m.tokenState, m.viewState = state
-    m.lastToken = TOKEN.with_(sequence_number=40, current=1, destination=1)
-    m.token = m.lastToken if state[0] is TokenState.EATING else None
-    m.reservedIndex = 4 if state[1] is ViewState.RESERVE else None
-    m.newNodes = ["E"]
+    m.token_state, m.view_state = state
+    m.last_token = TOKEN.with_(sequence_number=40, current=1, destination=1)
+    m.token = m.last_token if state[0] is TokenState.EATING else None
+    m.reserved_index = 4 if state[1] is ViewState.RESERVE else None
+    m.new_nodes = ["E"]
     return m
 
 
@@ -161,7 +161,7 @@ def test_a_reservation_naming_this_node_as_a_signer_it_never_was_is_not_joined()
     their 911s, and the ring starved for good (the garble soak, Raincore seeds 67, 178,
     246 and 252 of 300). B opens a fresh reservation above it instead."""
     m = _machine((TokenState.HUNGRY, ViewState.CHAOS))
-    m.highestReserved = 3
+    m.highest_reserved = 3
     forged = TOKEN.with_(reservation=9, reserved_by=("A", "B"))
     assert forged.well_formed()
     signed = m._reserve(forged)

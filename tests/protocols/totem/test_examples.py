@@ -1,4 +1,5 @@
-"""The seeds' worked examples, bundled under scenarios/totem/ and run in the simulator."""
+"""The worked examples of the Totem paper and corosync's slides, bundled under
+scenarios/totem/ and run in the simulator."""
 
 from __future__ import annotations
 

@@ -56,7 +56,7 @@ def test_tomcat_coordinator_stopped_nine_survivors_agree(seed: int) -> None:
     vid, members, leader = survivors_view(res, {"n7"})
     assert leader == "n3"  # the highest-priority survivor
     assert members[0] == "n3" and len(members) == 9 and "n7" not in members
-    assert {machine(res, n).viewId for n in members} == {vid}
+    assert {machine(res, n).view_id for n in members} == {vid}
 
 
 def test_leader_crash_mid_election() -> None:

@@ -45,7 +45,7 @@ def test_scenario_1_state_after_step_5_is_the_seeds_table() -> None:
     res = run("partial_views", until=104 * MS + MS // 2)
     state = {}
     for n in ALL5:
-        tok = machine(res, n).lastToken
+        tok = machine(res, n).last_token
         assert tok is not None
         state[n] = (tok.leader, ",".join(m.node for m in tok.members), tok.id)
     assert state == {
@@ -86,7 +86,7 @@ def test_c1_seeing_b_d_e_waits_for_the_leaders_token() -> None:
         for r in res.events(kind="coord", node="C1")
         if r["detail"]["op"] == "request"
     )
-    assert c1.viewId == "A:2" and c1.getView() == ALL6 and c1.getCoordinator() == "A"
+    assert c1.view_id == "A:2" and c1.getView() == ALL6 and c1.getCoordinator() == "A"
     assert {v for v in final_views(res).values()} == {("A:2", ALL6)}
 
 

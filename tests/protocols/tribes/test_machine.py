@@ -80,10 +80,10 @@ def test_a_forwarder_that_never_gets_the_conf_elects_again() -> None:
 def test_a_source_whose_token_never_returns_starts_a_new_one() -> None:
     m = _machine("A")
     _started(m, "B", "C")
-    first = m.suggestedviewId
+    first = m.suggested_view_id
     assert m.state is State.ELECTING and first is not None
     out = m.handle(TimerFired(WAIT_TIMER), 900 * MS)
-    assert m.state is State.ELECTING and m.suggestedviewId not in (None, first)
+    assert m.state is State.ELECTING and m.suggested_view_id not in (None, first)
     # the lost token turning up late is stale and dropped
     late = CoordRequest(first, "A", "A", (_cm("A"), _cm("B"), _cm("C")), ("A", "B", "C"))
     out = m.handle(Received("C", late), 901 * MS)

@@ -19,7 +19,7 @@ from ringcast.sim import Simulation, load_scenario
 def coordinator_after_crash():  # type: ignore[no-untyped-def]
     res = Simulation(load_scenario("scenarios/tribes/crash.toml"), 1).run()
     a = res.machines["A"]
-    assert a.upper.viewId == "A:2" and a.upper.my_conf.view_id == "A:2"
+    assert a.upper.view_id == "A:2" and a.upper.my_conf.view_id == "A:2"
     return a, res.summary["simulated_ns"]
 
 

@@ -109,10 +109,10 @@ BAD_TOKENS = [
 @pytest.mark.parametrize("tok", BAD_TOKENS)
 def test_malformed_tokens_are_dropped_and_counted(tok: CoordRequest) -> None:
     m = _machine()
-    before = (m.state, m.membership.names(), m.lastToken)
+    before = (m.state, m.membership.names(), m.last_token)
     out = m.handle(Received("A", tok), 1)
     assert [type(e) for e in out] == [Record] and out[0].kind == "drop"
-    assert (m.state, m.membership.names(), m.lastToken) == before and m.drops == 1
+    assert (m.state, m.membership.names(), m.last_token) == before and m.drops == 1
 
 
 def test_foreign_and_stale_views_are_dropped() -> None:
@@ -123,11 +123,11 @@ def test_foreign_and_stale_views_are_dropped() -> None:
     for conf in (foreign, wrong_leader, bad_id):
         out = m.handle(Received("A", conf), 1)
         assert any(isinstance(e, Record) and e.kind == "drop" for e in out)
-    assert m.viewId is None
+    assert m.view_id is None
     m.handle(Received("A", CoordConf("y", "A:2", "A", (_cm("A"), _cm("B")))), 2)
-    assert m.viewId == "A:2" and m.getCoordinator() == "A"
+    assert m.view_id == "A:2" and m.getCoordinator() == "A"
     out = m.handle(Received("A", CoordConf("z", "A:1", "A", (_cm("A"), _cm("B")))), 3)
-    assert any(isinstance(e, Record) and e.kind == "drop" for e in out) and m.viewId == "A:2"
+    assert any(isinstance(e, Record) and e.kind == "drop" for e in out) and m.view_id == "A:2"
 
 
 def test_garbage_beacons_and_unknown_messages_never_raise() -> None:

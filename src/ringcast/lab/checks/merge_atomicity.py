@@ -4,11 +4,17 @@ installs one merge view of all of them; a merge is all or nothing).
 
 * a node's *source* for a regular configuration it installs is the regular one it
   was in just before (``prev_reg``: none across a crash, restart, join or leave);
-* a *merge* configuration has two or more sources, not inside one another, and adds
+* a *merge* configuration has two or more sources, none behind another, and adds
   members to each of them (a configuration inside one of its sources is an exclusion
-  from it, whatever some of its installers missed on the way; a source inside another
-  is that subgroup after an exclusion some installers missed, so a configuration
-  admitting a joiner after it is a join, not a merge);
+  from it, whatever some of its installers missed on the way);
+* a source is *behind* another of the same configuration, one subgroup seen before
+  and after a view change some installers missed, when it is inside it, or when it
+  came before it in the lineage of the other's creator (the node its id names, which
+  installed both, this one first, with no crash, restart, join or leave between) and
+  every node that came from it is a member of the other (GMS: C installs A:6 from A:3,
+  A from A:5 = A:3 less E plus D, C in A:5: a join of the restarted E, not a merge). A
+  node the newer view left out that comes back from the older one is a subgroup of its
+  own: a merge;
 * the *first installation* of a merge is its earliest ``t``, by ``first_node``; the
   network is *whole* just before it when no ``partition`` fault came before, or the
   last of the partitions and heals before it is a heal (at ``th``);
@@ -78,24 +84,28 @@ def merges(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
         F.min(F.struct("t", "node")).alias("first"),
     )
     members = per_view.select("run", F.col("view").alias("source"), F.col("vm").alias("sm"))
+    # per view and source: the nodes that installed the view from that source
+    who = (
+        regular.filter(came.isNotNull())
+        .groupBy("run", "view", came.alias("source"))
+        .agg(F.collect_set("node").alias("who"))
+    )
     exploded = per_view.select("run", "view", "vm", F.explode("sources").alias("source"))
-    sized = exploded.join(members, ["run", "source"], "left").withColumn(
-        "sm", F.coalesce("sm", F.array().cast("array<string>"))
+    sized = (
+        exploded.join(members, ["run", "source"], "left")
+        .withColumn("sm", F.coalesce("sm", F.array().cast("array<string>")))
+        .join(who, ["run", "view", "source"], "left")
     )
-    # a source inside another source of the same view: that subgroup after an
-    # exclusion some installers missed, not a second subgroup
+    # a source behind another source of the same view is that subgroup before a view
+    # change some installers missed, not a second subgroup: inside it, or before it in
+    # its creator's lineage with every installer (from it) a member of it
     other = sized.select("run", "view", F.col("source").alias("other"), F.col("sm").alias("om"))
-    inner = (
-        sized.join(other, ["run", "view"])
-        .filter(
-            (F.col("source") != F.col("other"))
-            & (F.size(F.array_except("sm", "om")) == 0)
-            & (F.size("sm") < F.size("om"))
-        )
-        .select("run", "view", "source")
-        .distinct()
-        .withColumn("inner", F.lit(True))
-    )
+    pairs = sized.join(other, ["run", "view"]).filter(F.col("source") != F.col("other"))
+    inside = (F.size(F.array_except("sm", "om")) == 0) & (F.size("sm") < F.size("om"))
+    kept = F.size(F.array_except(F.coalesce("who", F.array()), "om")) == 0
+    inner = pairs.filter(inside).select("run", "view", "source")
+    lineage = _lineage(ctx, protocols, pairs.filter(~inside & kept))
+    inner = inner.unionByName(lineage).distinct().withColumn("inner", F.lit(True))
     counted = (
         sized.join(inner, ["run", "view", "source"], "left")
         .withColumn("adds", F.size(F.array_except("vm", "sm")) > 0)
@@ -116,6 +126,40 @@ def merges(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
         F.col("first.t").alias("tf"),
         F.col("first.node").alias("first_node"),
     )
+
+
+def _lineage(ctx: CheckContext, protocols: frozenset[str], pairs: DataFrame) -> DataFrame:
+    """The ``run, view, source`` of ``pairs`` whose ``source`` came before ``other`` in
+    the lineage of ``other``'s creator (the node its id names before the colon): that
+    node installed ``source``, then ``other``, with no crash, restart, join or leave
+    between."""
+    from pyspark.sql import functions as F
+
+    asked = pairs.select(
+        "run", "view", "source", "other", F.substring_index("other", ":", 1).alias("node")
+    )
+    rows = ctx.rows.filter(in_protocols(protocols))
+    regular = rows.filter(
+        (F.col("kind") == "view") & ~F.coalesce(F.col("transitional"), F.lit(False))
+    )
+    installed = regular.select("run", "node", F.col("view").alias("x"), "i")
+    resets = rows.filter(F.col("reset")).select("run", "node", F.col("i").alias("ri"))
+    spans = (
+        asked.join(
+            installed.withColumnRenamed("x", "source").withColumnRenamed("i", "ip"),
+            ["run", "node", "source"],
+        )
+        .join(
+            installed.withColumnRenamed("x", "other").withColumnRenamed("i", "io"),
+            ["run", "node", "other"],
+        )
+        .filter(F.col("ip") < F.col("io"))
+    )
+    broken = spans.join(resets, ["run", "node"]).filter(
+        (F.col("ri") > F.col("ip")) & (F.col("ri") < F.col("io"))
+    )
+    keys = ["run", "view", "source", "other", "ip", "io"]
+    return spans.join(broken.select(*keys), keys, "left_anti").select("run", "view", "source")
 
 
 def _state(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:

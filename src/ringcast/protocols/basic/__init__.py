@@ -33,7 +33,7 @@ about (1 - p) x p^4 times a heartbeat period, each time a view change at that no
 another when the peer is heard again. With 4 misses whatever the size, 32 members at
 30 % loss changed views 2,212 times in 10 s without a fault (8 members: 99), and 19 of
 the scale sweep's 60 runs of 16 to 32 members ended unconverged (9 of 200 at 3 to 8).
-The detector now needs ``heartbeat_misses_per_doubling`` (1) more missed heartbeats each
+The detector needs ``heartbeat_misses_per_doubling`` (1) more missed heartbeats each
 time the configured group doubles beyond 8 (``ringcast.core.scale.doublings``): 5
 at 9 to 16 members, 6 at 17 to 32, 7 at 33 to 64. Doubling the group multiplies its
 links by about 4, and one more miss divides each link's rate by 1/p, 4 at 25 % loss, so

@@ -139,6 +139,8 @@ CLIENT = TransitionTable(
         (St.JOINING, "MSG"): _t("on_msg", St.JOINING),
         (St.JOINING, "stop"): _t("left", St.LEFT),
         (St.DISCOVERING, "MSG"): _t("on_msg", St.DISCOVERING),
+        (St.DISCOVERING, "MERGE_REQ"): _t("refuse_merge_req", St.DISCOVERING),
+        (St.JOINING, "MERGE_REQ"): _t("refuse_merge_req", St.JOINING),
         **{
             (s, e): _t(IGNORE, s)
             for s in (St.DISCOVERING, St.JOINING)

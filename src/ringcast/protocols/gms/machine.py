@@ -212,6 +212,8 @@ class GmsMachine:
         """When the failure detector last heard each node again after suspecting it."""
         self.unaccounted: dict[str, int] = {}
         """Nodes outside the view heard alive but not reporting their view, since when."""
+        self.viewless: dict[str, int] = {}
+        """When each node last refused a MERGE_REQ for being in no view (joining)."""
         self.injected = parse_injected(str(s.get("inject_views", "")), ctx.node_id)
 
     # ------------------------------------------------------------ dispatch
@@ -1239,6 +1241,8 @@ class GmsMachine:
             e = self.info.get(n)
             if e is not None and e[0] >= self.revived.get(n, 0):
                 continue
+            if self.viewless.get(n, -1) >= self.revived.get(n, 0):
+                continue  # joining: it has no view to report, its JOIN brings it in
             seen[n] = since = self.unaccounted.get(n, now)
             out.append(Send(n, M.MergeInfo(view.view_id, view.members[0])))
             wait = wait or now - since < self.merge_interval
@@ -1345,12 +1349,26 @@ class GmsMachine:
         )[:MAX_HEARD]
         out.append(Send(src, M.MergeRsp(msg.merge_id, view.view_id, view.members, heard=heard)))
 
+    def _refuse_merge_req(self, src: str, msg: M.MergeReq, out: list[Effect]) -> None:
+        """A node in no view (restarted, discovering or joining) refuses a MERGE_REQ with
+        no view: the leader asked it for the view it was in before (its INFO from then,
+        kept while it is heard alive), and waiting for an answer that never came held
+        the merge, and the locks on the coordinators it was joining, to the merge's
+        timeout, merge after merge (hostile seed 3933, ``regress_merge_asks_a_joiner``)."""
+        parse_id(msg.merge_id)
+        out.append(Send(src, M.MergeRsp(msg.merge_id, "", (), True)))
+
     def _on_merge_rsp(self, src: str, msg: M.MergeRsp, out: list[Effect]) -> None:
         mg = self.merge
         if mg is None or msg.merge_id != mg.merge_id or src not in mg.waiting:
             return
         if msg.refused:
-            self._cancel_merge(f"refused by {src}", out)
+            if not msg.view_id:
+                # in no view: what its INFO said is gone, and there is no view of it
+                # to wait for; its JOIN brings it in
+                self.info.pop(src, None)
+                self.viewless[src] = self.now
+            self._cancel_merge(f"refused by {src}" + ("" if msg.view_id else " (no view)"), out)
             return
         v = parse_view(msg.view_id, msg.members)
         if v.view_id != mg.expected.get(src, v.view_id):

@@ -1,11 +1,12 @@
 """The Raincore Group Communication Manager of one node (the Raincore paper, section 1.1).
 
-:class:`RaincoreMachine` keeps the local data structures of Figure 8 under the seed's
-names and runs the pseudo code of the eight events, dispatching on the transition table
-of :mod:`._state`. The token and the 911 message travel as ``Send(..., reliable=True)``
-through the reliable-unicast layer (the Transport Manager), whose ``SendFailed`` is the
-"failure-on-delivery notification". Every place where the seed is silent and a choice
-was made is marked "Decision" and listed in docs/protocols/raincore.md.
+:class:`RaincoreMachine` keeps the local data structures of Figure 8 under the paper's
+names (in snake case) and runs the pseudo code of the eight events, dispatching on the
+transition table of :mod:`._state`. The token and the 911 message travel as
+``Send(..., reliable=True)`` through the reliable-unicast layer (the Transport Manager),
+whose ``SendFailed`` is the "failure-on-delivery notification". Every place where the
+paper is silent and a choice was made is marked "Decision" and listed in
+docs/protocols/raincore.md.
 """
 
 from __future__ import annotations
@@ -139,29 +140,29 @@ class RaincoreMachine:
         self.contacts = tuple(n for n in (ctx.members or ctx.peers) if n != ctx.node_id)
         self._contact = 0
         # Figure 8: the local data structures.
-        self.globalView: dict[int, tuple[NodeId, ...] | None] = {}
-        self.globalViewNumber = 0
-        self.lastToken: Token | None = None
-        self.localView: tuple[NodeId, ...] = ()
-        self.newNodes: list[NodeId] = []
+        self.global_view: dict[int, tuple[NodeId, ...] | None] = {}
+        self.global_view_number = 0
+        self.last_token: Token | None = None
+        self.local_view: tuple[NodeId, ...] = ()
+        self.new_nodes: list[NodeId] = []
         # Not in Figure 8: the location reserved in Reserve state, and the highest
         # location this node ever reserved (it never reserves one twice: decision 22).
-        self.reservedIndex: int | None = None
-        self.highestReserved = 0
+        self.reserved_index: int | None = None
+        self.highest_reserved = 0
         # Decision 1: the primary component is a majority of every node the group may
         # hold (the broadcast domain), ties to the half holding its first node.
         self.universe: tuple[NodeId, ...] = tuple(sorted({*ctx.peers, *ctx.members, ctx.node_id}))
         self.token: Token | None = None  # the token in hand while Eating
-        self.eatingSince = 0  # when it was taken into hand
+        self.eating_since = 0  # when it was taken into hand
         # Decision (the 911 vote): until this time a starving node that let through the
         # 911 of a node with a newer token does not regenerate on its own 911.
-        self.yieldedUntil: int | None = None
+        self.yielded_until: int | None = None
         # Decision 37: the token hop being confirmed (sequence number, next node) and how
         # many times it was sent again to that node after a failure-on-delivery.
         self.confirming: tuple[int, NodeId, int] | None = None
         self.stopped = False
-        self.tokenState = TokenState.STARVING
-        self.viewState = ViewState.CHAOS
+        self.token_state = TokenState.STARVING
+        self.view_state = ViewState.CHAOS
         self.creates_token = False
         self.bootstrap = False
         incarnation = 1
@@ -170,23 +171,23 @@ class RaincoreMachine:
         if snap is not None:
             # A recovered node "keeps all its existing local state" (Figure 14).
             incarnation = snap.incarnation + 1
-            self.globalView = {e.index: (None if e.null else e.members) for e in snap.global_view}
+            self.global_view = {e.index: (None if e.null else e.members) for e in snap.global_view}
             self._prune_global_view()
-            self.globalViewNumber = snap.global_view_number
-            self.lastToken = snap.last_token
-            self.localView = snap.local_view
-            self.highestReserved = snap.highest_reserved
+            self.global_view_number = snap.global_view_number
+            self.last_token = snap.last_token
+            self.local_view = snap.local_view
+            self.highest_reserved = snap.highest_reserved
             delivered = snap.delivered
         elif ctx.node_id in ctx.members and not ctx.joining:
             # Bootstrap: the members form an established ring, globalView = [members].
-            self.globalView = {1: tuple(ctx.members)}
-            self.globalViewNumber = 1
-            self.localView = tuple(ctx.members)
-            self.viewState = ViewState.AGREEMENT
+            self.global_view = {1: tuple(ctx.members)}
+            self.global_view_number = 1
+            self.local_view = tuple(ctx.members)
+            self.view_state = ViewState.AGREEMENT
             self.bootstrap = True
             self.creates_token = ctx.members[0] == ctx.node_id
             # The first member boots Eating (it creates the token), the others Hungry.
-            self.tokenState = TokenState.EATING if self.creates_token else TokenState.HUNGRY
+            self.token_state = TokenState.EATING if self.creates_token else TokenState.HUNGRY
         self.incarnation = incarnation
         self.multicast = TokenMulticast(
             self.node_id,
@@ -205,23 +206,23 @@ class RaincoreMachine:
 
     @property
     def state(self) -> State:
-        return (self.tokenState, self.viewState)
+        return (self.token_state, self.view_state)
 
     @property
-    def lastTokenSeq(self) -> int:
-        return self.lastToken.sequence_number if self.lastToken is not None else 0
+    def last_token_seq(self) -> int:
+        return self.last_token.sequence_number if self.last_token is not None else 0
 
     @property
-    def lastGlobalView(self) -> tuple[NodeId, ...]:
-        for index in sorted(self.globalView, reverse=True):
-            members = self.globalView[index]
+    def last_global_view(self) -> tuple[NodeId, ...]:
+        for index in sorted(self.global_view, reverse=True):
+            members = self.global_view[index]
             if members is not None:
                 return members
         return ()
 
     def committed_views(self) -> dict[int, tuple[NodeId, ...]]:
         """The non-NULL entries of the globalView vector."""
-        return {i: m for i, m in sorted(self.globalView.items()) if m is not None}
+        return {i: m for i, m in sorted(self.global_view.items()) if m is not None}
 
     # ------------------------------------------------------------------ dispatch
 
@@ -260,7 +261,7 @@ class RaincoreMachine:
             return self._grant_lock(now)
         if tp is LockRelease:
             out = self.lock.release()
-            if out and self.tokenState is TokenState.EATING:
+            if out and self.token_state is TokenState.EATING:
                 # The lock was what kept the token here: pass it on now.
                 out.append(CancelTimer(EATING_TIMER))
                 out.extend(self.fsm.step(Ev.EATING_TIMEOUT, now))
@@ -275,9 +276,9 @@ class RaincoreMachine:
         out: list[Effect] = [self._persist()]
         if self.bootstrap:
             # The bootstrap ring's globalView entry 1 is this node's first commit.
-            view = View("1", self.globalView[1] or ())
+            view = View("1", self.global_view[1] or ())
             out.extend([*install_view(view), *leader_of_view(view)])
-        if self.tokenState is TokenState.STARVING:
+        if self.token_state is TokenState.STARVING:
             # A new node, or a recovered one with its state: Starving, 911 (Figure 14).
             out.append(self._record_state("start"))
             out.extend(self._send_911())
@@ -288,14 +289,14 @@ class RaincoreMachine:
             token = Token(
                 TOKEN_SIGNATURE,
                 self.settings.initial_token_seq,
-                self.localView,
+                self.local_view,
                 0,
                 0,
-                self.globalViewNumber,
+                self.global_view_number,
             )
-            self.lastToken = self.token = token
-            self.tokenState = TokenState.EATING
-            self.eatingSince = now
+            self.last_token = self.token = token
+            self.token_state = TokenState.EATING
+            self.eating_since = now
             out.append(Record.of("token", op="created", seq=token.sequence_number))
             out.append(self._record_state("init"))
             out.extend(self._grant_lock(now))
@@ -313,34 +314,34 @@ class RaincoreMachine:
     def _accept_token(self, now: int, src: NodeId, token: Token) -> list[Effect]:
         if token.destination_node != self.node_id:
             return [_token_dropped(token, src, "not addressed to this node")]
-        valid = token.sequence_number > self.lastTokenSeq or (
+        valid = token.sequence_number > self.last_token_seq or (
             # Decision: a starving node whose ring has committed views it has not seen
             # takes the token whatever its number (its lastTokenSeq is from an old ring).
-            self.tokenState is TokenState.STARVING
-            and token.global_view_number > self.globalViewNumber
+            self.token_state is TokenState.STARVING
+            and token.global_view_number > self.global_view_number
         )
         if not valid:
             return [_token_dropped(token, src, "sequence number mis-match")]
         out: list[Effect] = [CancelTimer(HUNGRY_TIMER), CancelTimer(STARVING_TIMER)]
-        starving = self.tokenState is TokenState.STARVING
-        self.tokenState = TokenState.EATING
-        self.yieldedUntil = None
+        starving = self.token_state is TokenState.STARVING
+        self.token_state = TokenState.EATING
+        self.yielded_until = None
         token = token.with_(current=token.destination)  # "Update token.currentNode"
-        new_view, step = ON_TOKEN[(self.viewState, self._sight(token, starving))]
+        new_view, step = ON_TOKEN[(self.view_state, self._sight(token, starving))]
         if step is ViewStep.RESERVE:
             token = self._reserve(token)
         elif step is ViewStep.COMMIT:
             out.extend(self._commit(token.nodelist))
-            index = self.globalViewNumber
+            index = self.global_view_number
             if token.global_view_number < index:  # "Update token.globalViewNumber"
                 token = token.with_(global_view_number=index)
         elif step is ViewStep.COMMIT_NULL:
             out.extend(self._commit_null())
-        self.viewState = new_view
-        if token.global_view_number > self.globalViewNumber:
-            self.globalViewNumber = token.global_view_number
-        self.localView = token.nodelist
-        self.lastToken = self.token = token
+        self.view_state = new_view
+        if token.global_view_number > self.global_view_number:
+            self.global_view_number = token.global_view_number
+        self.local_view = token.nodelist
+        self.last_token = self.token = token
         out.append(Record.of("token", op="received", seq=token.sequence_number, src=src))
         out.append(self._record_state("token"))
         out.extend(self._eat(now))
@@ -350,10 +351,10 @@ class RaincoreMachine:
         """What the token shows this node for the view-state step (decisions 8, 22)."""
         # Decision: a token that ends starvation confirms nothing -- the localView it is
         # compared with dates from before the node lost the ring.
-        if token.nodelist != self.localView or starving:
+        if token.nodelist != self.local_view or starving:
             return Sight.CHANGED
         me = self.node_id
-        view = self.viewState
+        view = self.view_state
         open_ = token.reservation > token.global_view_number and bool(token.reserved_by)
         if view is ViewState.AGREEMENT:
             # Others reserve a location this node has no part in: join them (Chaos, then
@@ -363,7 +364,7 @@ class RaincoreMachine:
             if self.settings.primary_component and not self._quorum(token.nodelist):
                 return Sight.NO_PRIMARY
             return Sight.SAME
-        if token.reservation != self.reservedIndex or me not in token.reserved_by:
+        if token.reservation != self.reserved_index or me not in token.reserved_by:
             return Sight.SUPERSEDED
         if not set(token.nodelist) <= set(token.reserved_by):
             return Sight.STILL_RESERVING
@@ -376,7 +377,7 @@ class RaincoreMachine:
         me = self.node_id
         k = token.reservation
         if (
-            k > max(token.global_view_number, self.highestReserved)
+            k > max(token.global_view_number, self.highest_reserved)
             and token.reserved_by
             and me not in token.reserved_by  # a signature of mine I never made: forged
         ):
@@ -385,19 +386,19 @@ class RaincoreMachine:
             k = 1 + max(
                 token.global_view_number,
                 token.reservation,
-                self.highestReserved,
-                self.globalViewNumber,
+                self.highest_reserved,
+                self.global_view_number,
             )
             signed = (me,)
         # "increment globalViewNumber": the location this ring will commit.
-        self.globalViewNumber = self.reservedIndex = self.highestReserved = k
+        self.global_view_number = self.reserved_index = self.highest_reserved = k
         return token.with_(reservation=k, reserved_by=signed)
 
     def _eat(self, now: int, *, came_round: bool = True) -> list[Effect]:
         """The token is in hand: deliver what it carries, grant the lock, start eating."""
         assert self.token is not None
-        self.eatingSince = now
-        agreed = self.viewState is ViewState.AGREEMENT
+        self.eating_since = now
+        agreed = self.view_state is ViewState.AGREEMENT
         out = self.multicast.on_token(self.token, came_round=came_round, deliver=agreed)
         if out:
             out.append(self._persist())  # the duplicate filter survives a crash
@@ -413,9 +414,9 @@ class RaincoreMachine:
         its nodelist twice (Reserve, commit), which a copy on the wrong side of a
         partition never does, and by which time the other copy has died at the first
         node that saw the newer sequence number -- unless a lock holds it longer."""
-        if self.tokenState is not TokenState.EATING or self.viewState is not ViewState.AGREEMENT:
+        if self.token_state is not TokenState.EATING or self.view_state is not ViewState.AGREEMENT:
             return []
-        if self.token is None or now > self.eatingSince + self._hold_bound():
+        if self.token is None or now > self.eating_since + self._hold_bound():
             # Decision 23: a node that held the token past any hold it may take was
             # stalled (a paused process): the ring has moved on, its copy grants nothing.
             return []
@@ -437,21 +438,21 @@ class RaincoreMachine:
 
     def _commit(self, members: tuple[NodeId, ...]) -> list[Effect]:
         """ "commit to globalViewVector" at the reserved location."""
-        index = self.reservedIndex if self.reservedIndex is not None else self.globalViewNumber
-        self.globalView[index] = members
-        self.globalViewNumber = max(self.globalViewNumber, index)
-        self.reservedIndex = None
+        index = self.reserved_index if self.reserved_index is not None else self.global_view_number
+        self.global_view[index] = members
+        self.global_view_number = max(self.global_view_number, index)
+        self.reserved_index = None
         self._prune_global_view()
         view = View(str(index), members)
         return [*install_view(view), *leader_of_view(view), self._persist()]
 
     def _commit_null(self) -> list[Effect]:
         """ "commit NULL to the reserved location" (not a view: a trace record)."""
-        index = self.reservedIndex
-        self.reservedIndex = None
+        index = self.reserved_index
+        self.reserved_index = None
         if index is None:
             return []
-        self.globalView[index] = None
+        self.global_view[index] = None
         self._prune_global_view()
         return [Record.of("null_commit", view=str(index))]
 
@@ -460,17 +461,17 @@ class RaincoreMachine:
         read (lastGlobalView, the lock's fence, the token's globalViewNumber), so the
         entries below it, and every NULL but the newest, are dropped: a node's state and
         its snapshot stay the same size however many views the group goes through."""
-        committed = [i for i, m in self.globalView.items() if m is not None]
+        committed = [i for i, m in self.global_view.items() if m is not None]
         latest = max(committed, default=0)
-        nulls = [i for i, m in self.globalView.items() if m is None and i > latest]
+        nulls = [i for i, m in self.global_view.items() if m is None and i > latest]
         keep = {latest, max(nulls, default=0)}
-        for i in [i for i in self.globalView if i not in keep]:
-            del self.globalView[i]
+        for i in [i for i in self.global_view if i not in keep]:
+            del self.global_view[i]
 
     def _enter_chaos(self) -> list[Effect]:
         """Chaos from any view state; a location reserved in Reserve becomes NULL."""
-        out = self._commit_null() if self.viewState is ViewState.RESERVE else []
-        self.viewState = ViewState.CHAOS
+        out = self._commit_null() if self.view_state is ViewState.RESERVE else []
+        self.view_state = ViewState.CHAOS
         return out
 
     # ------------------------------------------------------------------ 3. 911 received
@@ -483,26 +484,26 @@ class RaincoreMachine:
             m = m.with_(current=m.destination)
         orig = m.originating_node
         if orig == me:
-            if m.status is Status.YES and self.tokenState is TokenState.STARVING:
+            if m.status is Status.YES and self.token_state is TokenState.STARVING:
                 return self._regenerate(now, m)
             if m.status is Status.REJECT:
                 self._contact += 1  # Decision: ask the next contact next time
             return [Record.of("911", op="answer", status=m.status.name, seq=m.sequence_number)]
         if m.status is not Status.YES:
             return [_drop("911 answer for another node", orig=orig)]
-        if not (self.lastGlobalView or self.localView):
+        if not (self.last_global_view or self.local_view):
             # Decision 3: a node in no group answers a join request (the originator has
             # no token either) with REJECT; a regeneration 911 of a node of the universe
             # it lets through: it holds no token that could be newer.
             if m.sequence_number == 0 or orig not in self.universe:
                 return self._answer_911(m, Status.REJECT)
             return self._let_911_through(now, m)
-        member = orig in self.lastGlobalView
+        member = orig in self.last_global_view
         out: list[Effect] = []
-        if self.tokenState is not TokenState.STARVING:
+        if self.token_state is not TokenState.STARVING:
             # Decision 2: "If the token has not been lost" (this node has it or expects
             # it) -> NO; an originator missing from the ring is queued to (re)join.
-            if orig not in self.localView:
+            if orig not in self.local_view:
                 out.extend(self._queue_new_node(orig))
             if member:
                 out.extend(self._answer_911(m, Status.NO))
@@ -515,8 +516,8 @@ class RaincoreMachine:
         # ... and, starving itself, judge it as a regeneration 911 whether or not the
         # originator is in this node's lastGlobalView (decision 4: the route covers the
         # universe, and the last views of two starving nodes may differ).
-        veto = m.sequence_number < self.lastTokenSeq or (
-            m.sequence_number == self.lastTokenSeq and me > orig
+        veto = m.sequence_number < self.last_token_seq or (
+            m.sequence_number == self.last_token_seq and me > orig
         )
         if veto:
             return out + self._answer_911(m, Status.NO)
@@ -526,13 +527,13 @@ class RaincoreMachine:
         """Pass the 911 on to the next node of its route. Decision 20: letting it through
         is a vote for its originator; this node's own 911 coming back YES must not
         regenerate a second token."""
-        self.yieldedUntil = now + self.settings.hungry_timeout
+        self.yielded_until = now + self.settings.hungry_timeout
         nxt = (m.current + 1) % len(m.nodelist)
         return self._send_911_msg(m.with_(destination=nxt))
 
     def _queue_new_node(self, node: NodeId) -> list[Effect]:
-        if node not in self.newNodes:
-            self.newNodes.append(node)
+        if node not in self.new_nodes:
+            self.new_nodes.append(node)
             return [Record.of("join_request", node=node)]
         return []
 
@@ -545,7 +546,7 @@ class RaincoreMachine:
     def _regenerate(self, now: int, m: Msg911) -> list[Effect]:
         """ "That node would receive its own 911 message with the status field YES. It will
         enter Eating state and create a new token making a copy of its lastToken." """
-        base = self.lastToken
+        base = self.last_token
         fresh = base is None
         if base is None:
             # Decision 28: no voter has a copy (this node never held the token, and a
@@ -553,13 +554,13 @@ class RaincoreMachine:
             # fresh token, as at initialization, numbered above every voter's.
             base = Token(
                 TOKEN_SIGNATURE,
-                max(m.sequence_number, self.lastTokenSeq),
+                max(m.sequence_number, self.last_token_seq),
                 (self.node_id,),
                 0,
                 0,
-                self.globalViewNumber,
+                self.global_view_number,
             )
-        if self.yieldedUntil is not None and now < self.yieldedUntil:
+        if self.yielded_until is not None and now < self.yielded_until:
             # Decision: this node voted for a 911 with a newer token since it sent its own.
             return [Record.of("911", op="answer", status="YES", note="yielded")]
         # Decision: the new ring is exactly the nodes that let the 911 through (they are
@@ -583,9 +584,9 @@ class RaincoreMachine:
             destination=me,
             global_view_number=max(base.global_view_number, max(self.committed_views(), default=0)),
         )
-        self.lastToken = self.token = token
-        self.tokenState = TokenState.EATING
-        self.yieldedUntil = None
+        self.last_token = self.token = token
+        self.token_state = TokenState.EATING
+        self.yielded_until = None
         out: list[Effect] = [
             CancelTimer(STARVING_TIMER),
             Record.of("token", op="created" if fresh else "regenerated", seq=token.sequence_number),
@@ -608,13 +609,13 @@ class RaincoreMachine:
     ) -> list[Effect]:
         # Decision: a token coming back while the node is not Hungry is not the live
         # token (Eating: an older copy; Starving: a 911 may be regenerating it).
-        return [_token_dropped(token, dst, f"returned while {self.tokenState.value}")]
+        return [_token_dropped(token, dst, f"returned while {self.token_state.value}")]
 
     def _reroute_token(
         self, now: int, dst: NodeId, token: Token, unanswered: bool = True
     ) -> list[Effect]:
         me = self.node_id
-        if token.sequence_number != self.lastTokenSeq or me not in token.nodelist:
+        if token.sequence_number != self.last_token_seq or me not in token.nodelist:
             return [_token_dropped(token, dst, "returned copy is stale")]
         if self.settings.token_confirmations and unanswered:
             # Decision 37: a next node that answered none of the transmissions may be
@@ -634,11 +635,11 @@ class RaincoreMachine:
             self.confirming = None
         out: list[Effect] = [CancelTimer(HUNGRY_TIMER)]
         out.extend(self._enter_chaos())  # "ringState=CHAOS"
-        self.tokenState = TokenState.EATING
+        self.token_state = TokenState.EATING
         nodelist = without(token.nodelist, dst)  # "Update token with new nodelist"
         token = token.with_(nodelist=nodelist, current=nodelist.index(me), reserved_by=())
-        self.localView = nodelist
-        self.lastToken = token
+        self.local_view = nodelist
+        self.last_token = token
         out.append(Record.of("token", op="returned", seq=token.sequence_number, dst=dst))
         out.append(self._record_state("returned"))
         if self.settings.primary_component and not self._quorum(nodelist):
@@ -649,12 +650,12 @@ class RaincoreMachine:
         if nodelist == (me,):
             # "nodelist contains only one node, self": reserve and commit at once (the
             # ring's only member has signed its reservation).
-            self.viewState = ViewState.RESERVE
+            self.view_state = ViewState.RESERVE
             token = self._reserve(token)
-            token = token.with_(global_view_number=self.globalViewNumber, destination=0)
+            token = token.with_(global_view_number=self.global_view_number, destination=0)
             out.extend(self._commit(nodelist))
-            self.viewState = ViewState.AGREEMENT
-            self.lastToken = self.token = token
+            self.view_state = ViewState.AGREEMENT
+            self.last_token = self.token = token
             out.extend(self._eat(now, came_round=False))
             return out
         return out + self._send_token(token)
@@ -663,9 +664,9 @@ class RaincoreMachine:
         """Point the token at the next node, copy it to lastToken, send it, go Hungry."""
         dest = next_after(token.nodelist, self.node_id)
         token = token.with_(destination=token.nodelist.index(dest))
-        self.lastToken = token
+        self.last_token = token
         self.token = None
-        self.tokenState = TokenState.HUNGRY
+        self.token_state = TokenState.HUNGRY
         return [
             self._persist(),
             Send(dest, token, reliable=True),
@@ -710,22 +711,22 @@ class RaincoreMachine:
         if self.lock.held:  # (a request still waiting for Agreement stays queued)
             out.extend(self.lock.release("max_hold"))
         me = self.node_id
-        new = [n for n in self.newNodes if n not in token.nodelist]
+        new = [n for n in self.new_nodes if n not in token.nodelist]
         if new:
             # "Add newNodes to the token nodelist; viewState=CHAOS"
             nodelist = insert_after(token.nodelist, me, new)
             token = token.with_(nodelist=nodelist, current=nodelist.index(me), reserved_by=())
             out.extend(self._enter_chaos())
             out.append(Record.of("join", nodes=new))
-        self.newNodes.clear()  # "Clear newNodes queue"
-        agreed = self.viewState is ViewState.AGREEMENT
+        self.new_nodes.clear()  # "Clear newNodes queue"
+        agreed = self.view_state is ViewState.AGREEMENT
         token, carried = self.multicast.on_pass(token, deliver=agreed)
         out.extend(carried)
         if len(token.nodelist) > 1:
             token = token.with_(sequence_number=token.sequence_number + 1)
             return out + self._send_token(token)
-        self.token = self.lastToken = token
-        self.eatingSince = now  # a ring of one eats on
+        self.token = self.last_token = token
+        self.eating_since = now  # a ring of one eats on
         out.append(SetTimer(EATING_TIMER, self.settings.eating_timeout))  # "Restart EATING"
         return out
 
@@ -735,7 +736,7 @@ class RaincoreMachine:
         """ "tokenState=STARVING; Start STARVING timeout; viewState=CHAOS;
         Initiate 911 with lastTokenSeq; 911.status = YES" """
         out: list[Effect] = [CancelTimer(HUNGRY_TIMER), CancelTimer(EATING_TIMER)]
-        self.tokenState = TokenState.STARVING
+        self.token_state = TokenState.STARVING
         self.token = None
         out.extend(self._enter_chaos())
         out.append(self._record_state("starving"))
@@ -752,7 +753,7 @@ class RaincoreMachine:
         """A fresh 911, status YES, to "the next node on lastGlobalView" (a node in no
         group yet sends it to one of its contacts: "to any node in the group")."""
         me = self.node_id
-        view = self.lastGlobalView
+        view = self.last_global_view
         if view:
             # Decision 4: the lastGlobalView from this node, then the rest of the
             # universe: the primary component is counted over the universe, so the
@@ -766,14 +767,14 @@ class RaincoreMachine:
             route = (me, *self.contacts[k:], *self.contacts[:k])
         if len(route) == 1:
             return []
-        m = Msg911(NINE11_SIGNATURE, route, 0, 1, 0, self.lastTokenSeq, Status.YES)
+        m = Msg911(NINE11_SIGNATURE, route, 0, 1, 0, self.last_token_seq, Status.YES)
         sent = Record.of("911", op="sent", seq=m.sequence_number, dst=route[1])
         return [sent, *self._send_911_msg(m)]
 
     # ------------------------------------------------------------------ leaving
 
     def _leave(self, now: int) -> list[Effect]:
-        """Decision (the seed has no leave): pass the token on without this node."""
+        """Decision (the paper has no leave): pass the token on without this node."""
         out = self.lock.release("leave")
         token = self.token
         self.stopped = True
@@ -797,11 +798,11 @@ class RaincoreMachine:
 
     def _record_state(self, cause: str) -> StateChanged:
         return StateChanged.of(
-            view_state=self.viewState.value,
-            token_state=self.tokenState.value,
-            local_view=list(self.localView),
-            token_seq=self.lastTokenSeq,
-            global_view_number=self.globalViewNumber,
+            view_state=self.view_state.value,
+            token_state=self.token_state.value,
+            local_view=list(self.local_view),
+            token_seq=self.last_token_seq,
+            global_view_number=self.global_view_number,
             cause=cause,
         )
 
@@ -809,12 +810,12 @@ class RaincoreMachine:
         return Snapshot(
             self.incarnation,
             tuple(
-                GlobalViewEntry(i, m or (), m is None) for i, m in sorted(self.globalView.items())
+                GlobalViewEntry(i, m or (), m is None) for i, m in sorted(self.global_view.items())
             ),
-            self.globalViewNumber,
-            self.lastToken,
-            self.localView,
-            self.highestReserved,
+            self.global_view_number,
+            self.last_token,
+            self.local_view,
+            self.highest_reserved,
             self.multicast.snapshot(),
         )
 

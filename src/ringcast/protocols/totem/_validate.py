@@ -3,7 +3,7 @@
 A node never trusts a packet: the machine calls the check of a message's type first and,
 if it names a problem, drops the message with a ``drop`` trace row (``reason="invalid
 <Type>: <problem>"``) and leaves its state unchanged. The checks are named after the
-seed's fields (the Totem paper, "Token Fields" and "Membership Protocol - Data Structures"):
+Totem paper's fields ( "Token Fields" and "Membership Protocol - Data Structures"):
 
 - every sequence number (``seq``, ``aru``, ``token_seq``, ``ring_id.seq``, ``my_aru``,
   ``high_delivered``, ``high_seq``, ``rec_seq``, ``ring_seq``) is an integer in

@@ -405,7 +405,7 @@ class TotemMachine:
                 out.append(Record.of("drop", reason="duplicate token", token_seq=tok.token_seq))
                 if self.fail_unanswered and src and src != self.node_id:
                     # A retransmission: the predecessor saw no sign of it; say it came
-                    # (with fail_unanswered off, the seed's behaviour: no answer).
+                    # (with fail_unanswered off, the Totem paper's behaviour: no answer).
                     out.append(Send(src, TokenAck(tok.ring_id, tok.token_seq)))
                 return out
             self.last_token_seq = tok.token_seq

@@ -1,12 +1,14 @@
 """The ``NonBlockingCoordinator`` of one node (Tomcat's), complete.
 
-:class:`TribesMachine` keeps the seed's fields (``view``, ``viewId``, ``suggestedView``,
-``suggestedviewId``, ``membership``, ``waitForCoordMsgTimeout``) and methods
+:class:`TribesMachine` keeps Tomcat's fields, in snake case (``view``, ``view_id``,
+``suggested_view``, ``suggested_view_id``, ``membership``,
+``wait_for_coord_msg_timeout`` for ``viewId``, ``suggestedView``, ``suggestedviewId``,
+``waitForCoordMsgTimeout``), and its methods
 (``startElection``, ``processCoordMessage``, ``mergeOnArrive``, ``handleMyToken``,
 ``handleOtherToken``, ``handleViewConf``, ``memberAdded``, ``memberDisappeared``,
 ``sendElectionMsgToNextInline``), and runs every event of the transition table of
 :mod:`._state` through :class:`ringcast.core.fsm.Driver`. The places where Tomcat's code
-is empty, commented out or wrong, and where the seed is silent, are marked "Decision"
+is empty, commented out or wrong, and where it is silent, are marked "Decision"
 and listed in docs/protocols/tribes.md.
 
 The token (``COORD_REQUEST``) travels by reliable unicast along the absolute order of
@@ -92,7 +94,7 @@ class TribesSettings:
     periods for each doubling of the group beyond 8 members (docs/protocols/tribes.md,
     decision 19)."""
     start_wait: int
-    waitForCoordMsgTimeout: int
+    wait_for_coord_msg_timeout: int
     hop_time: int
     priorities: dict[NodeId, int]
 
@@ -112,7 +114,7 @@ class TribesSettings:
             heartbeat_interval=interval,
             member_drop_time=drop + per_doubling * interval * doublings(nodes),
             start_wait=int(s["start_wait"]),
-            waitForCoordMsgTimeout=int(s["wait_for_coord_msg_timeout"]),
+            wait_for_coord_msg_timeout=int(s["wait_for_coord_msg_timeout"]),
             hop_time=int(s["rto"]),
             priorities=_order.parse_priorities(str(s["priorities"])),
         )
@@ -147,24 +149,24 @@ class TribesMachine:
         self.incarnation = int(ctx.storage.get(INCARNATION_KEY, b"0")) + 1
         self.views_confirmed = int(ctx.storage.get(VIEWS_KEY, b"0"))
         self.me = CoordMember(ctx.node_id, self.priority, self.incarnation)
-        self.waitForCoordMsgTimeout = settings.waitForCoordMsgTimeout
+        self.wait_for_coord_msg_timeout = settings.wait_for_coord_msg_timeout
         self.membership = Membership(ctx.node_id, settings.member_drop_time)
         self.state = State.STARTING
         self.start_time = 0
-        # The seed's fields.
+        # Tomcat's NonBlockingCoordinator fields.
         self.view: tuple[CoordMember, ...] = ()
-        self.viewId: str | None = None
+        self.view_id: str | None = None
         self.leader: NodeId | None = None
-        self.suggestedView: tuple[CoordMember, ...] = ()
-        self.suggestedviewId: str | None = None
+        self.suggested_view: tuple[CoordMember, ...] = ()
+        self.suggested_view_id: str | None = None
         # Not in the seed: the last token this node handled (what it believes the
-        # election is: the seed's "A - {A-ldr, mbrs-A,B,C,D,E, id=X}"), the last token
+        # election is: Tomcat's log line "A - {A-ldr, mbrs-A,B,C,D,E, id=X}"), the last token
         # it sent and to whom (for failure-on-delivery), whether its membership changed
         # since it last merged it into a token, and the elections it saw concluded.
-        self.lastToken: CoordRequest | None = None
+        self.last_token: CoordRequest | None = None
         self.outbound: tuple[CoordRequest, NodeId] | None = None
         self.dirty = False
-        # Not in the seed's state: since when the installed view has differed from the
+        # Not in Tomcat's state: since when the installed view has differed from the
         # membership while idle, and how long the heartbeat check waits before the next
         # election it starts for that (doubling while the difference lasts).
         self.inconsistent_since: int | None = None
@@ -237,16 +239,16 @@ class TribesMachine:
             out = self.fsm.step(Ev.STOP, now)
         else:
             out = []
-        status = (self.state, self.viewId, self.leader, self.suggestedviewId, len(self.view))
+        status = (self.state, self.view_id, self.leader, self.suggested_view_id, len(self.view))
         if status != self._status:
             self._status = status
             out.append(
                 StateChanged.of(
                     state=self.state.value,
-                    view=self.viewId or "",
+                    view=self.view_id or "",
                     coordinator=self.leader or "",
                     members=len(self.view),
-                    election=self.suggestedviewId or "",
+                    election=self.suggested_view_id or "",
                 )
             )
         return out
@@ -284,7 +286,7 @@ class TribesMachine:
             problem = token_problem(msg)
             if problem:
                 return self._drop(src, problem)
-            # processCoordMessage: the seed's dispatch on the token's source.
+            # processCoordMessage: Tomcat's dispatch on the token's source.
             ev = Ev.MY_TOKEN if msg.source == self.node_id else Ev.OTHER_TOKEN
             return self.fsm.step(ev, now, msg, src)
         if tp is CoordConf:
@@ -423,19 +425,19 @@ class TribesMachine:
     def _arm(self, size: int) -> SetTimer:
         """waitForCoordMsgTimeout, plus a hop's retransmission time per member: a
         round through a large group may take longer than the bare timeout."""
-        return SetTimer(WAIT_TIMER, self.waitForCoordMsgTimeout + size * self.settings.hop_time)
+        return SetTimer(WAIT_TIMER, self.wait_for_coord_msg_timeout + size * self.settings.hop_time)
 
     def _startElection(self, now: int, force: bool = False) -> list[Effect]:
         self._leave_starting()
         members = self.known()
         if len(members) == 1:
             # "the only member, no need for an election"
-            self.suggestedviewId, self.suggestedView = None, ()
+            self.suggested_view_id, self.suggested_view = None, ()
             self.state = State.IDLE
             if _names(self.view) == (self.node_id,):
                 return [CancelTimer(WAIT_TIMER)]
             return [CancelTimer(WAIT_TIMER), *self._install(self._new_id(), (self.me,))]
-        if self.suggestedviewId is not None:
+        if self.suggested_view_id is not None:
             return [Record.of("coord", op="abandoned", reason="election running")]
         if self.view == members:
             self.state = State.IDLE
@@ -447,7 +449,7 @@ class TribesMachine:
         leader = members[0].node
         if leader == self.node_id or force:
             tok = CoordRequest(self._new_id(), leader, self.node_id, members, _names(members))
-            self.suggestedviewId, self.suggestedView = tok.id, members
+            self.suggested_view_id, self.suggested_view = tok.id, members
             self.dirty = False
             self.state = State.ELECTING
             out: list[Effect] = [self._arm(len(members))]
@@ -514,16 +516,16 @@ class TribesMachine:
         return _ordered(list(merged.values())), gone_out, out
 
     def _handleMyToken(self, now: int, tok: CoordRequest, sender: NodeId) -> list[Effect]:
-        if tok.id != self.suggestedviewId:
+        if tok.id != self.suggested_view_id:
             return self._drop(sender, f"stale token {tok.id}")
         self._leave_starting()
         members, gone, out = self._mergeOnArrive(now, tok.members, tok.gone, sender)
         tok = replace(tok, leader=members[0].node, members=members, gone=gone)
-        self.lastToken = tok
+        self.last_token = tok
         if members[0].node == self.node_id:
             return out + self._at_leader(now, tok)
         # Leadership change: a higher member is known now; it takes the token over.
-        self.suggestedviewId, self.suggestedView = None, ()
+        self.suggested_view_id, self.suggested_view = None, ()
         self.state = State.WAITING
         return [*out, self._arm(len(members)), *self._forward(now, tok, to_leader=True)]
 
@@ -533,27 +535,27 @@ class TribesMachine:
         self._leave_starting()
         members, gone, out = self._mergeOnArrive(now, tok.members, tok.gone, sender)
         tok = replace(tok, leader=members[0].node, members=members, gone=gone)
-        self.lastToken = tok
+        self.last_token = tok
         if members[0].node == self.node_id:
             return out + self._at_leader(now, tok)
-        if self.suggestedviewId is not None and self.suggestedviewId != tok.id:
+        if self.suggested_view_id is not None and self.suggested_view_id != tok.id:
             # "unless it's dropped by a higher leader": this node's own election is
             # superseded; its token will end at that leader too.
-            out.append(Record.of("coord", op="superseded", election=self.suggestedviewId))
-        self.suggestedviewId, self.suggestedView = None, ()
+            out.append(Record.of("coord", op="superseded", election=self.suggested_view_id))
+        self.suggested_view_id, self.suggested_view = None, ()
         self.state = State.WAITING
         return [*out, self._arm(len(members)), *self._forward(now, tok)]
 
     def _at_leader(self, now: int, tok: CoordRequest) -> list[Effect]:
         """The token is at its leader, this node, with ``tok.members`` merged."""
         members = tok.members
-        if tok.source == self.node_id and tok.id == self.suggestedviewId:
-            if members == self.suggestedView:
+        if tok.source == self.node_id and tok.id == self.suggested_view_id:
+            if members == self.suggested_view:
                 return self._confirm(now, tok)
             # "Original X{..} == Arrived X{..}"? No: the list grew (or shrank) on the
             # way; resend the token so every member sees the final list.
             return self._new_round(now, tok, "resend")
-        if self.suggestedviewId is not None:
+        if self.suggested_view_id is not None:
             # Decision (a foreign token at a leader whose own token is out): hold it;
             # its knowledge is merged, and the leader's own token will carry it.
             self.state = State.ELECTING
@@ -574,7 +576,7 @@ class TribesMachine:
     def _new_round(self, now: int, tok: CoordRequest, why: str) -> list[Effect]:
         members = tok.members
         tok = CoordRequest(tok.id, self.node_id, self.node_id, members, _names(members), tok.gone)
-        self.suggestedviewId, self.suggestedView = tok.id, members
+        self.suggested_view_id, self.suggested_view = tok.id, members
         self.state = State.ELECTING
         out: list[Effect] = [
             Record.of("coord", op=why, election=tok.id, members=list(_names(members))),
@@ -597,14 +599,14 @@ class TribesMachine:
         return out
 
     def _beacon(self) -> MemberBeacon:
-        return MemberBeacon(self.priority, self.start_time, self.incarnation, self.viewId or "")
+        return MemberBeacon(self.priority, self.start_time, self.incarnation, self.view_id or "")
 
     def _reconfirm(self, src: NodeId, b: MemberBeacon, now: int) -> list[Effect]:
         """Decision 18: a member of the view this node confirmed whose beacon names an
         earlier view of this node's missed the confirmation (its COORD_CONF failed on
         delivery, or arrived corrupted); send it again, at most once a member_drop_time."""
         conf = self.my_conf
-        if conf is None or conf.view_id != self.viewId or b.view_id in ("", conf.view_id):
+        if conf is None or conf.view_id != self.view_id or b.view_id in ("", conf.view_id):
             return []
         theirs = _view_number(b.view_id)
         if theirs is None or theirs[0] != self.node_id:
@@ -626,7 +628,7 @@ class TribesMachine:
         """A view of this node alone (no election needed)."""
         self.views_confirmed += 1
         view_id = f"{self.node_id}:{self.views_confirmed}"
-        self.view, self.viewId, self.leader = members, view_id, self.node_id
+        self.view, self.view_id, self.leader = members, view_id, self.node_id
         self.installed_from[self.node_id] = self.views_confirmed
         self.concluded.append(election)
         return [
@@ -637,7 +639,7 @@ class TribesMachine:
 
     def _handleViewConf(self, now: int, conf: CoordConf, sender: NodeId) -> list[Effect]:
         names = _names(conf.members)
-        if conf.view_id == self.viewId:
+        if conf.view_id == self.view_id:
             return []  # "we already have this view"
         mine = next((m for m in conf.members if m.node == self.node_id), None)
         if mine is None or mine.incarnation != self.incarnation:
@@ -650,7 +652,7 @@ class TribesMachine:
             return self._drop(sender, f"stale COORD_CONF {conf.view_id}")
         self._leave_starting()
         self.installed_from[leader] = n
-        self.view, self.viewId, self.leader = conf.members, conf.view_id, conf.leader
+        self.view, self.view_id, self.leader = conf.members, conf.view_id, conf.leader
         self.concluded.append(conf.id)
         ms = self.membership
         out: list[Effect] = [
@@ -665,9 +667,9 @@ class TribesMachine:
         for node in sorted(ms.names() - set(names)):
             if not ms.members[node].direct:
                 ms.remove(node, now)  # hearsay the group did not confirm
-        if self.suggestedviewId == conf.id or self.suggestedView == conf.members:
-            self.suggestedviewId, self.suggestedView = None, ()
-        if self.suggestedviewId is not None:
+        if self.suggested_view_id == conf.id or self.suggested_view == conf.members:
+            self.suggested_view_id, self.suggested_view = None, ()
+        if self.suggested_view_id is not None:
             self.state = State.ELECTING  # this node's own election goes on and will merge
             return out
         out.append(CancelTimer(WAIT_TIMER))
@@ -693,14 +695,16 @@ class TribesMachine:
             return out
         tok = replace(tok, members=members, leader=members[0].node)
         if tok.leader == self.node_id and tok.source == self.node_id:
-            self.suggestedView = tuple(x for x in self.suggestedView if x.node != dst)
+            self.suggested_view = tuple(x for x in self.suggested_view if x.node != dst)
         return out + self._forward(now, tok, failed=dst)
 
     def _coordMsgTimeout(self, now: int) -> list[Effect]:
         """Decision: Tomcat gave up here; ringcast retries, forced (the token goes to
         the leader this node knows, who takes it over)."""
-        out: list[Effect] = [Record.of("coord", op="timeout", election=self.suggestedviewId or "")]
-        self.suggestedviewId, self.suggestedView = None, ()
+        out: list[Effect] = [
+            Record.of("coord", op="timeout", election=self.suggested_view_id or "")
+        ]
+        self.suggested_view_id, self.suggested_view = None, ()
         return out + self._startElection(now, True)
 
     # ------------------------------------------------------------------ the token's path
@@ -725,7 +729,7 @@ class TribesMachine:
         if nxt == self.node_id:
             return self._at_leader(now, tok)
         self.outbound = (tok, nxt)
-        self.lastToken = tok
+        self.last_token = tok
         return [
             Send(nxt, tok, reliable=True),
             Record.of(
