@@ -12,10 +12,11 @@ the day-to-day subset (``./dev test --quick``, ``pytest -m "not slow and not ran
   ``references``). ``./dev test`` runs every other test first, spread over the machine's
   cores (pytest-xdist: simulated runs are seeded, so where a test runs changes nothing),
   and then these in two lanes side by side (pytest-xdist's ``xdist_group``): the
-  ``spark`` lane holds every test that uses the session's SparkSession or starts Spark
-  (one SparkSession for the test session, in that lane's process) and the local-cluster
-  test that loads a core on purpose; the ``realtime`` lane holds the other real-process
-  and network-namespace tests. Each lane runs its tests one at a time; a lane's tests
+  ``spark`` lane holds the lab's tests and every test that uses the session's
+  SparkSession (one SparkSession for the test session, in that lane's process) and the
+  local-cluster test that loads a core on purpose; the ``realtime`` lane holds the other
+  real-process and network-namespace tests and the lab's cluster tests, whose Spark is
+  processes of their own. Each lane runs its tests one at a time; a lane's tests
   pick free ports or namespaces of their own, so the two lanes never share one.
 
 CI runs everything (``./dev test``)."""
@@ -47,6 +48,10 @@ SERIAL_FOLDERS = ("lab", "runtime", "live", "references")
 SPARK_LANE_FILES = ("runtime/test_steady_cluster.py",)
 """Serial tests without Spark that run in the ``spark`` lane: a CPU burner on one of the
 two cores leaves no room for another lane's work."""
+REALTIME_LANE_FILES = ("lab/test_cluster.py",)
+"""Lab tests that run in the ``realtime`` lane: their Spark is processes of their own (a
+standalone cluster, a Connect server, ``ringcast lab`` commands), never the session's
+SparkSession, and the ``spark`` lane is the longer one."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -83,7 +88,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items
         if "spark" in getattr(item, "fixturenames", ())
         or _rel(item) in SPARK_LANE_FILES
-        or _rel(item).startswith("lab/")
+        or (_rel(item).startswith("lab/") and _rel(item) not in REALTIME_LANE_FILES)
     }
     for item in items:
         if item.get_closest_marker("serial") is not None:
