@@ -208,7 +208,7 @@ def test_a_merge_of_the_first_coordinator_only_is_caught(
 ) -> None:
     """The planted bug merges the first subgroup that answers and leaves the other two
     out: merge_atomicity fails every run of it and none of GMS's."""
-    doc = check_paths(spark, [first_coord_swept])
+    doc = check_paths(spark, [first_coord_swept], properties=["merge_atomicity"])
     prop = doc["properties"]["merge_atomicity"]
     assert prop["status"] == "violated"
     assert prop["protocols"]["gms"] == {"claimed": True, "runs_checked": 2, "violations": 0}

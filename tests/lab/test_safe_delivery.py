@@ -26,8 +26,10 @@ def _check(spark: Any, rows: list[dict[str, Any]]) -> Any:
         .withColumn("protocol", F.lit("totem"))
         .withColumn("scenario", F.lit("synthetic"))
     )
-    results = run_checks(frame, overrides={"totem": PROPERTIES}, examples=100)
-    return next(r for r in results if r.property == "safe_delivery")
+    (result,) = run_checks(
+        frame, overrides={"totem": PROPERTIES}, examples=100, properties=["safe_delivery"]
+    )
+    return result
 
 
 def _without_b_delivering(run: str) -> tuple[list[dict[str, Any]], str]:

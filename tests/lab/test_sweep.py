@@ -117,7 +117,9 @@ def test_sweep_writes_partitioned_traces_identical_to_the_simulator(
 
 def test_planted_total_order_bug_is_caught(spark: Any, swept: tuple[Path, dict[str, Any]]) -> None:
     out, _ = swept
-    doc = check_paths(spark, [out])
+    doc = check_paths(
+        spark, [out], properties=["total_order", "integrity", "fifo", "mutual_exclusion"]
+    )
     to = doc["properties"]["total_order"]
     assert to["status"] == "violated" and to["runs_checked"] == 4 and to["runs_violated"] == 4
     c = to["counterexamples"][0]
