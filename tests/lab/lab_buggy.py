@@ -153,8 +153,8 @@ def register_gms_no_status() -> None:
     from ringcast.protocols.gms import SPEC, GmsMachine
 
     class NoStatusGms(GmsMachine):
-        def _on_status_view(self, src, msg, out):  # type: ignore[no-untyped-def]
-            return None
+        def _on_status_view(self, now, src, msg):  # type: ignore[no-untyped-def]
+            return []
 
     def factory(ctx):  # type: ignore[no-untyped-def]
         s = SPEC.resolve_settings(ctx.settings)
@@ -198,11 +198,11 @@ def register_gms_first_coord() -> None:
     from ringcast.protocols.gms import SPEC, GmsMachine
 
     class FirstCoordGms(GmsMachine):
-        def _on_merge_rsp(self, src, msg, out):  # type: ignore[no-untyped-def]
+        def _on_merge_rsp(self, now, src, msg):  # type: ignore[no-untyped-def]
             mg = self.merge
             if mg is not None and msg.merge_id == mg.merge_id and not msg.refused:
                 mg.waiting &= {src}
-            return super()._on_merge_rsp(src, msg, out)
+            return super()._on_merge_rsp(now, src, msg)
 
     def factory(ctx):  # type: ignore[no-untyped-def]
         s = SPEC.resolve_settings(ctx.settings)

@@ -232,14 +232,17 @@ class Driver(Generic[S, E]):
         """Whether the table lists ``event`` in ``state`` (an ``ignore`` row included)."""
         return (state, event) in self._bound
 
-    def step(self, event: E, now: int, *args: Any) -> list[Effect]:
-        """Handle table event ``event``: the action's effects, or the ``drop`` row."""
+    def step(
+        self, event: E, now: int, *args: Any, drop: Mapping[str, object] | None = None
+    ) -> list[Effect]:
+        """Handle table event ``event``: the action's effects, or the ``drop`` row (with
+        the fields ``drop`` gives, such as the sender of the message)."""
         m = self._m
         before = m.state
         entry = self._bound.get((before, event))
         if entry is None:
             self.dropped += 1
-            return [self.tables[before].unlisted(before, event)]
+            return [self.tables[before].unlisted(before, event, **(drop or {}))]
         action, targets = entry
         if action is None:  # an ignore row
             return []
@@ -248,12 +251,13 @@ class Driver(Generic[S, E]):
         self._event, self._start, self._resumed = event, before, False
         try:
             out = action(now, *args)
-        finally:
-            self._event = None
+        finally:  # nothing of the step stays behind, even when the action raised
+            start, resumed = self._start, self._resumed
+            self._event, self._start, self._resumed = None, None, False
         after = m.state
-        if self._resumed:  # the action moved, or raised another event: check what followed
-            if after != self._start:
-                bad = self.tables[self._start].check(self._start, event, after)  # type: ignore[index]
+        if resumed:  # the action moved, or raised another event: check what followed
+            if after != start:
+                bad = self.tables[start].check(start, event, after)  # type: ignore[index]
                 if bad is not None:
                     out.append(bad)
         elif after not in targets:  # the table is the specification: say so, and carry on

@@ -32,44 +32,50 @@ class St(StrEnum):
 
 MEMBER_STATES = (St.PARTICIPANT, St.COORDINATOR, St.INSTALLING)
 
-EVENTS = (
-    "start",
-    "stop",
-    "suspected",
-    "unsuspected",
-    "FIND_MBRS",
-    "FIND_MBRS_RSP",
-    "JOIN",
-    "JOIN_RSP",
-    "LEAVE",
-    "SUSPECT",
-    "VIEW",
-    "VIEW_ACK",
-    "PREPARE_VIEW",
-    "COMMIT_VIEW",
-    "STATUS_VIEW",
-    "INFO",
-    "MERGE_REQ",
-    "MERGE_RSP",
-    "MERGE_CANCEL",
-    "MSG",
-    "XMIT_REQ",
-    "XMIT_GONE",
-    "STABLE",
-    "CREDIT",
-    "submit",
-    "discovery_timer",
-    "join_timer",
-    "fd_timer",
-    "ack_timer",
-    "status_timer",
-    "info_timer",
-    "merge_timer",
-    "merge_req_timer",
-    "leave_timer",
-    "stable_timer",
-    "commit_timer",
-)
+
+class Ev(StrEnum):
+    """The events of the tables: the messages of JGRP-136 and JGroups, the failure
+    detector's, the application's and the timers'."""
+
+    START = "start"
+    STOP = "stop"
+    SUSPECTED = "suspected"
+    UNSUSPECTED = "unsuspected"
+    FIND_MBRS = "FIND_MBRS"
+    FIND_MBRS_RSP = "FIND_MBRS_RSP"
+    JOIN = "JOIN"
+    JOIN_RSP = "JOIN_RSP"
+    LEAVE = "LEAVE"
+    SUSPECT = "SUSPECT"
+    VIEW = "VIEW"
+    VIEW_ACK = "VIEW_ACK"
+    PREPARE_VIEW = "PREPARE_VIEW"
+    COMMIT_VIEW = "COMMIT_VIEW"
+    STATUS_VIEW = "STATUS_VIEW"
+    INFO = "INFO"
+    MERGE_REQ = "MERGE_REQ"
+    MERGE_RSP = "MERGE_RSP"
+    MERGE_CANCEL = "MERGE_CANCEL"
+    MSG = "MSG"
+    XMIT_REQ = "XMIT_REQ"
+    XMIT_GONE = "XMIT_GONE"
+    STABLE = "STABLE"
+    CREDIT = "CREDIT"
+    SUBMIT = "submit"
+    DISCOVERY_TIMER = "discovery_timer"
+    JOIN_TIMER = "join_timer"
+    FD_TIMER = "fd_timer"
+    ACK_TIMER = "ack_timer"
+    STATUS_TIMER = "status_timer"
+    INFO_TIMER = "info_timer"
+    MERGE_TIMER = "merge_timer"
+    MERGE_REQ_TIMER = "merge_req_timer"
+    LEAVE_TIMER = "leave_timer"
+    STABLE_TIMER = "stable_timer"
+    COMMIT_TIMER = "commit_timer"
+
+
+EVENTS = tuple(Ev)
 
 # An accepted view (VIEW, COMMIT_VIEW, JoinRsp, a digest's view) can make any member
 # the coordinator or a participant, or take a leaver out.
@@ -80,80 +86,80 @@ def _t(action: str, *targets: St) -> Transition[St]:
     return Transition(action, targets)
 
 
-def _member_rows(state: St) -> dict[tuple[St, str], Transition[St]]:
+def _member_rows(state: St) -> dict[tuple[St, Ev], Transition[St]]:
     """What every member state does alike: the data path, views arriving, discovery
     answers, the failure detector, merge information."""
     stay = (state,)
     view = _VIEW_TARGETS
     return {
-        (state, "FIND_MBRS"): _t("answer_find_mbrs", *stay, St.COORDINATOR, St.INSTALLING),
-        (state, "FIND_MBRS_RSP"): _t(IGNORE, *stay),
-        (state, "JOIN_RSP"): _t(IGNORE, *stay),
-        (state, "suspected"): _t("fd_suspected", *stay, St.COORDINATOR, St.INSTALLING),
-        (state, "unsuspected"): _t("fd_unsuspected", *stay),
-        (state, "fd_timer"): _t("fd_tick", *stay, St.COORDINATOR, St.INSTALLING),
-        (state, "SUSPECT"): _t("on_suspect", *stay, St.COORDINATOR, St.INSTALLING),
-        (state, "VIEW"): _t("on_view", *view),
-        (state, "PREPARE_VIEW"): _t("on_prepare_view", *stay, St.PARTICIPANT),
-        (state, "COMMIT_VIEW"): _t("on_commit_view", *view),
-        (state, "STATUS_VIEW"): _t("on_status_view", *stay),
-        (state, "status_timer"): _t("status_tick", *stay),
-        (state, "INFO"): _t("on_info", *stay),
-        (state, "info_timer"): _t("info_tick", *stay),
-        (state, "MERGE_REQ"): _t("on_merge_req", *stay),
-        (state, "MSG"): _t("on_msg", *stay),
-        (state, "XMIT_REQ"): _t("on_xmit_req", *stay),
-        (state, "XMIT_GONE"): _t("on_xmit_gone", *stay),
-        (state, "STABLE"): _t("on_stable", *view),
-        (state, "CREDIT"): _t("on_credit", *stay),
-        (state, "stable_timer"): _t("stable_tick", *stay),
-        (state, "submit"): _t("submit", *stay),
-        (state, "VIEW_ACK"): _t("on_view_ack", *stay),
-        (state, "MERGE_RSP"): _t(IGNORE, *stay),
-        (state, "MERGE_CANCEL"): _t("on_merge_cancel", *stay),
-        (state, "ack_timer"): _t("ack_tick", *stay),
-        (state, "merge_timer"): _t("merge_check", *stay, St.INSTALLING, St.COORDINATOR),
-        (state, "merge_req_timer"): _t("merge_req_tick", *stay),
-        (state, "join_timer"): _t(IGNORE, *stay),
-        (state, "discovery_timer"): _t(IGNORE, *stay),
-        (state, "leave_timer"): _t(IGNORE, *stay),
-        (state, "commit_timer"): _t(IGNORE, *stay),
+        (state, Ev.FIND_MBRS): _t("answer_find_mbrs", *stay, St.COORDINATOR, St.INSTALLING),
+        (state, Ev.FIND_MBRS_RSP): _t(IGNORE, *stay),
+        (state, Ev.JOIN_RSP): _t(IGNORE, *stay),
+        (state, Ev.SUSPECTED): _t("fd_suspected", *stay, St.COORDINATOR, St.INSTALLING),
+        (state, Ev.UNSUSPECTED): _t("fd_unsuspected", *stay),
+        (state, Ev.FD_TIMER): _t("fd_tick", *stay, St.COORDINATOR, St.INSTALLING),
+        (state, Ev.SUSPECT): _t("on_suspect", *stay, St.COORDINATOR, St.INSTALLING),
+        (state, Ev.VIEW): _t("on_view", *view),
+        (state, Ev.PREPARE_VIEW): _t("on_prepare_view", *stay, St.PARTICIPANT),
+        (state, Ev.COMMIT_VIEW): _t("on_commit_view", *view),
+        (state, Ev.STATUS_VIEW): _t("on_status_view", *stay),
+        (state, Ev.STATUS_TIMER): _t("status_tick", *stay),
+        (state, Ev.INFO): _t("on_info", *stay),
+        (state, Ev.INFO_TIMER): _t("info_tick", *stay),
+        (state, Ev.MERGE_REQ): _t("on_merge_req", *stay),
+        (state, Ev.MSG): _t("on_msg", *stay),
+        (state, Ev.XMIT_REQ): _t("on_xmit_req", *stay),
+        (state, Ev.XMIT_GONE): _t("on_xmit_gone", *stay),
+        (state, Ev.STABLE): _t("on_stable", *view),
+        (state, Ev.CREDIT): _t("on_credit", *stay),
+        (state, Ev.STABLE_TIMER): _t("stable_tick", *stay),
+        (state, Ev.SUBMIT): _t("submit", *stay),
+        (state, Ev.VIEW_ACK): _t("on_view_ack", *stay),
+        (state, Ev.MERGE_RSP): _t(IGNORE, *stay),
+        (state, Ev.MERGE_CANCEL): _t("on_merge_cancel", *stay),
+        (state, Ev.ACK_TIMER): _t("ack_tick", *stay),
+        (state, Ev.MERGE_TIMER): _t("merge_check", *stay, St.INSTALLING, St.COORDINATOR),
+        (state, Ev.MERGE_REQ_TIMER): _t("merge_req_tick", *stay),
+        (state, Ev.JOIN_TIMER): _t(IGNORE, *stay),
+        (state, Ev.DISCOVERY_TIMER): _t(IGNORE, *stay),
+        (state, Ev.LEAVE_TIMER): _t(IGNORE, *stay),
+        (state, Ev.COMMIT_TIMER): _t(IGNORE, *stay),
     }
 
 
 CLIENT = TransitionTable(
     "gms.client",
     {
-        (St.DISCOVERING, "start"): _t("discover", St.DISCOVERING),
-        (St.DISCOVERING, "FIND_MBRS_RSP"): _t("on_find_mbrs_rsp", St.DISCOVERING),
-        (St.DISCOVERING, "discovery_timer"): _t(
+        (St.DISCOVERING, Ev.START): _t("discover", St.DISCOVERING),
+        (St.DISCOVERING, Ev.FIND_MBRS_RSP): _t("on_find_mbrs_rsp", St.DISCOVERING),
+        (St.DISCOVERING, Ev.DISCOVERY_TIMER): _t(
             "send_join", St.JOINING, St.COORDINATOR, St.DISCOVERING
         ),
-        (St.DISCOVERING, "stop"): _t("left", St.LEFT),
-        (St.JOINING, "JOIN_RSP"): _t("on_join_rsp", St.PARTICIPANT, St.DISCOVERING),
-        (St.JOINING, "VIEW"): _t("joiner_view", St.JOINING, St.PARTICIPANT),
-        (St.JOINING, "PREPARE_VIEW"): _t("on_prepare_view", St.JOINING),
-        (St.JOINING, "COMMIT_VIEW"): _t("joiner_view", St.JOINING, St.PARTICIPANT),
-        (St.JOINING, "join_timer"): _t("join_retry", St.DISCOVERING, St.JOINING),
-        (St.JOINING, "status_timer"): _t("status_tick", St.JOINING),
-        (St.JOINING, "MSG"): _t("on_msg", St.JOINING),
-        (St.JOINING, "stop"): _t("left", St.LEFT),
-        (St.DISCOVERING, "MSG"): _t("on_msg", St.DISCOVERING),
-        (St.DISCOVERING, "MERGE_REQ"): _t("refuse_merge_req", St.DISCOVERING),
-        (St.JOINING, "MERGE_REQ"): _t("refuse_merge_req", St.JOINING),
+        (St.DISCOVERING, Ev.STOP): _t("left", St.LEFT),
+        (St.JOINING, Ev.JOIN_RSP): _t("on_join_rsp", St.PARTICIPANT, St.DISCOVERING),
+        (St.JOINING, Ev.VIEW): _t("joiner_view", St.JOINING, St.PARTICIPANT),
+        (St.JOINING, Ev.PREPARE_VIEW): _t("on_prepare_view", St.JOINING),
+        (St.JOINING, Ev.COMMIT_VIEW): _t("joiner_view", St.JOINING, St.PARTICIPANT),
+        (St.JOINING, Ev.JOIN_TIMER): _t("join_retry", St.DISCOVERING, St.JOINING),
+        (St.JOINING, Ev.STATUS_TIMER): _t("status_tick", St.JOINING),
+        (St.JOINING, Ev.MSG): _t("on_msg", St.JOINING),
+        (St.JOINING, Ev.STOP): _t("left", St.LEFT),
+        (St.DISCOVERING, Ev.MSG): _t("on_msg", St.DISCOVERING),
+        (St.DISCOVERING, Ev.MERGE_REQ): _t("refuse_merge_req", St.DISCOVERING),
+        (St.JOINING, Ev.MERGE_REQ): _t("refuse_merge_req", St.JOINING),
         **{
             (s, e): _t(IGNORE, s)
             for s in (St.DISCOVERING, St.JOINING)
             for e in (
-                "suspected",
-                "unsuspected",
-                "fd_timer",
-                "FIND_MBRS",
-                "INFO",
-                "MERGE_CANCEL",
-                "stable_timer",
-                "info_timer",
-                "merge_req_timer",
+                Ev.SUSPECTED,
+                Ev.UNSUSPECTED,
+                Ev.FD_TIMER,
+                Ev.FIND_MBRS,
+                Ev.INFO,
+                Ev.MERGE_CANCEL,
+                Ev.STABLE_TIMER,
+                Ev.INFO_TIMER,
+                Ev.MERGE_REQ_TIMER,
             )
         },
     },
@@ -170,10 +176,10 @@ PARTICIPANT = TransitionTable(
     "gms.participant",
     {
         **_member_rows(St.PARTICIPANT),
-        (St.PARTICIPANT, "stop"): _t("leave", St.LEAVING, St.LEFT),
-        (St.PARTICIPANT, "JOIN"): _t("refuse_join", St.PARTICIPANT),
-        (St.PARTICIPANT, "LEAVE"): _t(IGNORE, St.PARTICIPANT),
-        (St.PARTICIPANT, "MERGE_RSP"): _t(
+        (St.PARTICIPANT, Ev.STOP): _t("leave", St.LEAVING, St.LEFT),
+        (St.PARTICIPANT, Ev.JOIN): _t("refuse_join", St.PARTICIPANT),
+        (St.PARTICIPANT, Ev.LEAVE): _t(IGNORE, St.PARTICIPANT),
+        (St.PARTICIPANT, Ev.MERGE_RSP): _t(
             "on_merge_rsp", St.PARTICIPANT, St.COORDINATOR, St.INSTALLING
         ),
     },
@@ -188,29 +194,29 @@ make it the first unsuspected member of its view (it "would be coordinator")."""
 
 _COORD = {
     **_member_rows(St.COORDINATOR),
-    (St.COORDINATOR, "stop"): _t("leave", St.LEAVING, St.LEFT),
-    (St.COORDINATOR, "JOIN"): _t("on_join", St.COORDINATOR, St.INSTALLING),
-    (St.COORDINATOR, "LEAVE"): _t("on_leave", St.COORDINATOR, St.INSTALLING),
-    (St.COORDINATOR, "merge_timer"): _t("merge_check", St.COORDINATOR, St.INSTALLING),
-    (St.COORDINATOR, "MERGE_RSP"): _t("on_merge_rsp", St.COORDINATOR, St.INSTALLING),
-    (St.COORDINATOR, "MERGE_CANCEL"): _t("on_merge_cancel", St.COORDINATOR, St.INSTALLING),
+    (St.COORDINATOR, Ev.STOP): _t("leave", St.LEAVING, St.LEFT),
+    (St.COORDINATOR, Ev.JOIN): _t("on_join", St.COORDINATOR, St.INSTALLING),
+    (St.COORDINATOR, Ev.LEAVE): _t("on_leave", St.COORDINATOR, St.INSTALLING),
+    (St.COORDINATOR, Ev.MERGE_TIMER): _t("merge_check", St.COORDINATOR, St.INSTALLING),
+    (St.COORDINATOR, Ev.MERGE_RSP): _t("on_merge_rsp", St.COORDINATOR, St.INSTALLING),
+    (St.COORDINATOR, Ev.MERGE_CANCEL): _t("on_merge_cancel", St.COORDINATOR, St.INSTALLING),
     **_member_rows(St.INSTALLING),
-    (St.INSTALLING, "stop"): _t("leave", St.LEAVING, St.LEFT),
-    (St.INSTALLING, "JOIN"): _t("queue_join", St.INSTALLING),
-    (St.INSTALLING, "LEAVE"): _t("queue_leave", St.INSTALLING),
-    (St.INSTALLING, "VIEW_ACK"): _t("on_view_ack", St.INSTALLING, St.COORDINATOR, St.PARTICIPANT),
-    (St.INSTALLING, "ack_timer"): _t("ack_tick", St.INSTALLING, St.COORDINATOR, St.PARTICIPANT),
-    (St.INSTALLING, "commit_timer"): _t("commit_delayed", St.COORDINATOR, St.PARTICIPANT),
+    (St.INSTALLING, Ev.STOP): _t("leave", St.LEAVING, St.LEFT),
+    (St.INSTALLING, Ev.JOIN): _t("queue_join", St.INSTALLING),
+    (St.INSTALLING, Ev.LEAVE): _t("queue_leave", St.INSTALLING),
+    (St.INSTALLING, Ev.VIEW_ACK): _t("on_view_ack", St.INSTALLING, St.COORDINATOR, St.PARTICIPANT),
+    (St.INSTALLING, Ev.ACK_TIMER): _t("ack_tick", St.INSTALLING, St.COORDINATOR, St.PARTICIPANT),
+    (St.INSTALLING, Ev.COMMIT_TIMER): _t("commit_delayed", St.COORDINATOR, St.PARTICIPANT),
 }
 for _s in (St.COORDINATOR, St.INSTALLING):
-    for _e in ("SUSPECT", "suspected", "fd_timer", "FIND_MBRS"):
+    for _e in (Ev.SUSPECT, Ev.SUSPECTED, Ev.FD_TIMER, Ev.FIND_MBRS):
         _COORD[(_s, _e)] = Transition(
             _COORD[(_s, _e)].action, (St.COORDINATOR, St.INSTALLING, St.PARTICIPANT)
         )
     # a greater view prepared ends this node's own installation: it is the coordinator
     # of its view again until that view is committed
-    _COORD[(_s, "PREPARE_VIEW")] = _t("on_prepare_view", _s, St.COORDINATOR, St.PARTICIPANT)
-    _COORD[(_s, "MERGE_REQ")] = _t("on_merge_req", _s)
+    _COORD[(_s, Ev.PREPARE_VIEW)] = _t("on_prepare_view", _s, St.COORDINATOR, St.PARTICIPANT)
+    _COORD[(_s, Ev.MERGE_REQ)] = _t("on_merge_req", _s)
 
 COORDINATOR = TransitionTable(
     "gms.coordinator",
@@ -229,36 +235,36 @@ leads merges (MERGE3): ``merge_timer`` checks the INFO it heard."""
 LEAVER = TransitionTable(
     "gms.leaver",
     {
-        (St.LEAVING, "VIEW_ACK"): _t("on_view_ack", St.LEAVING, St.LEFT),
-        (St.LEAVING, "ack_timer"): _t("ack_tick", St.LEAVING, St.LEFT),
-        (St.LEAVING, "commit_timer"): _t("commit_delayed", St.LEFT),
-        (St.LEAVING, "leave_timer"): _t("leave_tick", St.LEAVING, St.LEFT),
-        (St.LEAVING, "VIEW"): _t("leaver_view", St.LEAVING, St.LEFT),
-        (St.LEAVING, "COMMIT_VIEW"): _t("leaver_view", St.LEAVING, St.LEFT),
-        (St.LEAVING, "PREPARE_VIEW"): _t("leaver_prepare", St.LEAVING),
-        (St.LEAVING, "SUSPECT"): _t("leaver_suspect", St.LEAVING, St.LEFT),
-        (St.LEAVING, "STATUS_VIEW"): _t("on_status_view", St.LEAVING),
+        (St.LEAVING, Ev.VIEW_ACK): _t("on_view_ack", St.LEAVING, St.LEFT),
+        (St.LEAVING, Ev.ACK_TIMER): _t("ack_tick", St.LEAVING, St.LEFT),
+        (St.LEAVING, Ev.COMMIT_TIMER): _t("commit_delayed", St.LEFT),
+        (St.LEAVING, Ev.LEAVE_TIMER): _t("leave_tick", St.LEAVING, St.LEFT),
+        (St.LEAVING, Ev.VIEW): _t("leaver_view", St.LEAVING, St.LEFT),
+        (St.LEAVING, Ev.COMMIT_VIEW): _t("leaver_view", St.LEAVING, St.LEFT),
+        (St.LEAVING, Ev.PREPARE_VIEW): _t("leaver_prepare", St.LEAVING),
+        (St.LEAVING, Ev.SUSPECT): _t("leaver_suspect", St.LEAVING, St.LEFT),
+        (St.LEAVING, Ev.STATUS_VIEW): _t("on_status_view", St.LEAVING),
         **{
             (St.LEAVING, e): _t(IGNORE, St.LEAVING)
             for e in EVENTS
             if e
             not in (
-                "VIEW_ACK",
-                "ack_timer",
-                "leave_timer",
-                "VIEW",
-                "COMMIT_VIEW",
-                "PREPARE_VIEW",
-                "SUSPECT",
-                "STATUS_VIEW",
-                "commit_timer",
+                Ev.VIEW_ACK,
+                Ev.ACK_TIMER,
+                Ev.LEAVE_TIMER,
+                Ev.VIEW,
+                Ev.COMMIT_VIEW,
+                Ev.PREPARE_VIEW,
+                Ev.SUSPECT,
+                Ev.STATUS_VIEW,
+                Ev.COMMIT_TIMER,
             )
         },
         **{(St.LEFT, e): _t(IGNORE, St.LEFT) for e in EVENTS},
     },
     states=(St.LEAVING, St.LEFT),
     events=EVENTS,
-    initial=[(St.LEAVING, "stop")],
+    initial=[(St.LEAVING, Ev.STOP)],
 )
 """A leaving node: the coordinator casts the view without itself and, in ``acks`` and
 ``two_phase``, stays until it is installed (plain leaves at once, JGroups before

@@ -59,11 +59,11 @@ from ringcast.core.events import (
     TimerFired,
     Unsuspected,
 )
-from ringcast.core.fsm import IGNORE
+from ringcast.core.fsm import Driver
 from ringcast.core.ids import View
 from ringcast.core.machine import MachineContext
 from ringcast.protocols.gms import _messages as M
-from ringcast.protocols.gms._state import MEMBER_STATES, TABLES, St
+from ringcast.protocols.gms._state import MEMBER_STATES, TABLES, Ev, St
 from ringcast.protocols.gms._views import BadField, GView, format_id, id_key, parse_id, parse_view
 from ringcast.protocols.gms.nakack import Nakack
 
@@ -77,40 +77,40 @@ MAX_HELD = 256
 """Submits held while the node is not a member before ``Backpressure(True)``
 (``docs/protocols/gms.md``, "Decisions where the seed is silent")."""
 
-EVENT_OF_MSG: dict[type, str] = {
-    M.FindMbrs: "FIND_MBRS",
-    M.FindMbrsRsp: "FIND_MBRS_RSP",
-    M.Join: "JOIN",
-    M.JoinRsp: "JOIN_RSP",
-    M.Leave: "LEAVE",
-    M.Suspect: "SUSPECT",
-    M.ViewMsg: "VIEW",
-    M.ViewAck: "VIEW_ACK",
-    M.PrepareView: "PREPARE_VIEW",
-    M.CommitView: "COMMIT_VIEW",
-    M.StatusView: "STATUS_VIEW",
-    M.MergeInfo: "INFO",
-    M.MergeReq: "MERGE_REQ",
-    M.MergeRsp: "MERGE_RSP",
-    M.MergeCancel: "MERGE_CANCEL",
-    M.Msg: "MSG",
-    M.XmitReq: "XMIT_REQ",
-    M.XmitGone: "XMIT_GONE",
-    M.Stable: "STABLE",
-    M.Credit: "CREDIT",
+EVENT_OF_MSG: dict[type, Ev] = {
+    M.FindMbrs: Ev.FIND_MBRS,
+    M.FindMbrsRsp: Ev.FIND_MBRS_RSP,
+    M.Join: Ev.JOIN,
+    M.JoinRsp: Ev.JOIN_RSP,
+    M.Leave: Ev.LEAVE,
+    M.Suspect: Ev.SUSPECT,
+    M.ViewMsg: Ev.VIEW,
+    M.ViewAck: Ev.VIEW_ACK,
+    M.PrepareView: Ev.PREPARE_VIEW,
+    M.CommitView: Ev.COMMIT_VIEW,
+    M.StatusView: Ev.STATUS_VIEW,
+    M.MergeInfo: Ev.INFO,
+    M.MergeReq: Ev.MERGE_REQ,
+    M.MergeRsp: Ev.MERGE_RSP,
+    M.MergeCancel: Ev.MERGE_CANCEL,
+    M.Msg: Ev.MSG,
+    M.XmitReq: Ev.XMIT_REQ,
+    M.XmitGone: Ev.XMIT_GONE,
+    M.Stable: Ev.STABLE,
+    M.Credit: Ev.CREDIT,
 }
 TIMERS = {
-    "gms:discovery": "discovery_timer",
-    "gms:join": "join_timer",
-    "gms:fd": "fd_timer",
-    "gms:ack": "ack_timer",
-    "gms:status": "status_timer",
-    "gms:info": "info_timer",
-    "gms:merge": "merge_timer",
-    "gms:merge_req": "merge_req_timer",
-    "gms:leave": "leave_timer",
-    "gms:stable": "stable_timer",
-    "gms:commit": "commit_timer",
+    "gms:discovery": Ev.DISCOVERY_TIMER,
+    "gms:join": Ev.JOIN_TIMER,
+    "gms:fd": Ev.FD_TIMER,
+    "gms:ack": Ev.ACK_TIMER,
+    "gms:status": Ev.STATUS_TIMER,
+    "gms:info": Ev.INFO_TIMER,
+    "gms:merge": Ev.MERGE_TIMER,
+    "gms:merge_req": Ev.MERGE_REQ_TIMER,
+    "gms:leave": Ev.LEAVE_TIMER,
+    "gms:stable": Ev.STABLE_TIMER,
+    "gms:commit": Ev.COMMIT_TIMER,
 }
 TIMER_OF = {v: k for k, v in TIMERS.items()}
 
@@ -215,12 +215,62 @@ class GmsMachine:
         self.viewless: dict[str, int] = {}
         """When each node last refused a MERGE_REQ for being in no view (joining)."""
         self.injected = parse_injected(str(s.get("inject_views", "")), ctx.node_id)
+        self.fsm = Driver(
+            TABLES,
+            self,
+            {
+                "discover": self._discover,
+                "on_find_mbrs_rsp": self._on_find_mbrs_rsp,
+                "send_join": self._send_join,
+                "left": self._left,
+                "on_join_rsp": self._on_join_rsp,
+                "joiner_view": self._joiner_view,
+                "on_prepare_view": self._on_prepare_view,
+                "join_retry": self._join_retry,
+                "status_tick": self._status_tick,
+                "on_msg": self._on_msg,
+                "refuse_merge_req": self._refuse_merge_req,
+                "answer_find_mbrs": self._answer_find_mbrs,
+                "fd_suspected": self._fd_suspected,
+                "fd_unsuspected": self._fd_unsuspected,
+                "fd_tick": self._fd_tick,
+                "on_suspect": self._on_suspect,
+                "on_view": self._on_view,
+                "on_commit_view": self._on_commit_view,
+                "on_status_view": self._on_status_view,
+                "on_info": self._on_info,
+                "info_tick": self._info_tick,
+                "on_merge_req": self._on_merge_req,
+                "on_xmit_req": self._on_xmit_req,
+                "on_xmit_gone": self._on_xmit_gone,
+                "on_stable": self._on_stable,
+                "on_credit": self._on_credit,
+                "stable_tick": self._stable_tick,
+                "submit": self._submit,
+                "on_view_ack": self._on_view_ack,
+                "on_merge_rsp": self._on_merge_rsp,
+                "on_merge_cancel": self._on_merge_cancel,
+                "ack_tick": self._ack_tick,
+                "merge_check": self._merge_check,
+                "merge_req_tick": self._merge_req_tick,
+                "leave": self._leave,
+                "refuse_join": self._refuse_join,
+                "on_join": self._on_join,
+                "on_leave": self._on_leave,
+                "commit_delayed": self._commit_delayed,
+                "queue_join": self._queue_join,
+                "queue_leave": self._queue_leave,
+                "leave_tick": self._leave_tick,
+                "leaver_view": self._leaver_view,
+                "leaver_prepare": self._leaver_prepare,
+                "leaver_suspect": self._leaver_suspect,
+            },
+        )
 
     # ------------------------------------------------------------ dispatch
 
     def handle(self, event: Event, now: int) -> list[Effect]:
         self.now = now
-        out: list[Effect] = []
         tp = type(event)
         src = ""
         arg: Any = None
@@ -241,42 +291,35 @@ class GmsMachine:
             if ev is None:
                 return []
         elif tp is Start:
+            out: list[Effect] = []
             self._boot(out)
             return out
         elif tp is Stop:
-            ev = "stop"
+            ev = Ev.STOP
         elif tp is Submit:
-            ev, arg = "submit", event
+            ev, arg = Ev.SUBMIT, event
         elif tp is Suspected:
             assert isinstance(event, Suspected)
-            ev, arg = "suspected", event.node
+            ev, arg = Ev.SUSPECTED, event.node
         elif tp is Unsuspected:
             assert isinstance(event, Unsuspected)
-            ev, arg = "unsuspected", event.node
+            ev, arg = Ev.UNSUSPECTED, event.node
         else:
             return [Record.of("drop", reason=f"{tp.__name__} not offered by gms")]
         before = self.state
-        table = TABLES[before]
-        tr = table.lookup(before, ev)
-        if tr is None:
-            if ev == "submit" and before in (St.DISCOVERING, St.JOINING):
+        if ev is Ev.SUBMIT and not self.fsm.lists(before, ev):
+            # a joining node holds what the application submits until it has a view
+            if before in (St.DISCOVERING, St.JOINING):
                 out = self._hold(arg)
                 self._pace(out)
                 return out
             self.dropped += 1
-            if ev == "submit":
-                return [Record.of("drop", reason=f"submit in {before.value}: not a member")]
-            return [table.unlisted(before, ev, src=src)] if src else [table.unlisted(before, ev)]
-        if tr.action == IGNORE:
-            return []
+            return [Record.of("drop", reason=f"submit in {before.value}: not a member")]
         try:
-            getattr(self, "_" + tr.action)(src, arg, out)
+            out = self.fsm.step(ev, now, src, arg, drop={"src": src} if src else None)
         except BadField as e:
-            out.append(Record.of("drop", src=src, reason=f"{ev}: {e}"))
+            out = [Record.of("drop", src=src, reason=f"{ev}: {e}")]
         self.dropped += sum(1 for e in out if type(e) is Record and e.kind == "drop")
-        bad = table.check(before, ev, self.state)
-        if bad is not None:
-            out.append(bad)
         if self.state is not before:
             out.append(self._status())
         self._pace(out)
@@ -305,7 +348,7 @@ class GmsMachine:
         out.append(Persist(BOOTS_KEY, str(self.boot).encode()))
         if self.joining:
             self.state = St.DISCOVERING
-            self._discover("", None, out)
+            out += self._discover(self.now, "", None)
         else:
             members = self.initial
             v = self.injected or GView(members[0], 1, members)
@@ -316,34 +359,39 @@ class GmsMachine:
         if self.timers_armed:
             return
         self.timers_armed = True
-        out.append(SetTimer(TIMER_OF["fd_timer"], self.suspect_interval))
-        out.append(SetTimer(TIMER_OF["stable_timer"], self.stable_interval))
-        out.append(SetTimer(TIMER_OF["info_timer"], self._jitter()))
-        out.append(SetTimer(TIMER_OF["merge_timer"], self.merge_interval // 2))
+        out.append(SetTimer(TIMER_OF[Ev.FD_TIMER], self.suspect_interval))
+        out.append(SetTimer(TIMER_OF[Ev.STABLE_TIMER], self.stable_interval))
+        out.append(SetTimer(TIMER_OF[Ev.INFO_TIMER], self._jitter()))
+        out.append(SetTimer(TIMER_OF[Ev.MERGE_TIMER], self.merge_interval // 2))
 
     def _jitter(self) -> int:
         return int(self.merge_interval * (0.5 + 0.5 * self.rng.random()))
 
-    def _discover(self, src: str, arg: Any, out: list[Effect]) -> None:
+    def _discover(self, now: int, src: str, arg: Any) -> list[Effect]:
+        out: list[Effect] = []
         self.state = St.DISCOVERING
         self.responses = {}
         self.join_attempts += 1
         out.append(Record.of("join_attempt", attempt=self.join_attempts))
         out.append(Multicast(M.FindMbrs(self.boot > 1 and self.view is None)))
-        out.append(SetTimer(TIMER_OF["discovery_timer"], self.discovery_timeout))
+        out.append(SetTimer(TIMER_OF[Ev.DISCOVERY_TIMER], self.discovery_timeout))
+        return out
 
-    def _on_find_mbrs_rsp(self, src: str, msg: M.FindMbrsRsp, out: list[Effect]) -> None:
+    def _on_find_mbrs_rsp(self, now: int, src: str, msg: M.FindMbrsRsp) -> list[Effect]:
+        out: list[Effect] = []
         key = id_key(msg.view_id)
         parse_id(format_id(msg.coord, 0))  # validates the coordinator's id
         self.responses[src] = (msg.coord, key)
+        return out
 
-    def _send_join(self, src: str, arg: Any, out: list[Effect]) -> None:
+    def _send_join(self, now: int, src: str, arg: Any) -> list[Effect]:
+        out: list[Effect] = []
         if not self.responses:
             # Nobody answered: the first member of a new group (a merge joins it later).
             v = GView(self.node_id, self._next_counter(out), (self.node_id,))
             out.append(Record.of("singleton", reason="no answer to FIND_MBRS"))
             self._install(v, out)
-            return
+            return out
         votes: dict[str, list[Any]] = {}
         for coord, key in self.responses.values():
             e = votes.setdefault(coord, [0, key])
@@ -362,14 +410,16 @@ class GmsMachine:
             out.append(Record.of("previous_incarnation", named_by=named_me))
             del votes[self.node_id]
             if not votes:
-                out.append(SetTimer(TIMER_OF["join_timer"], self.join_timeout))
-                return
+                out.append(SetTimer(TIMER_OF[Ev.JOIN_TIMER], self.join_timeout))
+                return out
         coord = max(votes, key=lambda c: (votes[c][0], votes[c][1], c))
         out.append(Record.of("join", coordinator=coord, attempt=self.join_attempts))
         out.append(Send(coord, M.Join(self.past)))
-        out.append(SetTimer(TIMER_OF["join_timer"], self.join_timeout))
+        out.append(SetTimer(TIMER_OF[Ev.JOIN_TIMER], self.join_timeout))
+        return out
 
-    def _join_retry(self, src: str, arg: Any, out: list[Effect]) -> None:
+    def _join_retry(self, now: int, src: str, arg: Any) -> list[Effect]:
+        out: list[Effect] = []
         p = self.prepared
         if p is not None and self.node_id in p and self.now - self.prepared_at < self.ack_timeout:
             # two_phase: the view that admits this node is being installed (it prepared
@@ -379,37 +429,44 @@ class GmsMachine:
             # admitted it then merged that view with part of the group
             # (``regress_joiner_gives_up_while_prepared``).
             out.append(Record.of("join_wait", view=p.view_id))
-            out.append(SetTimer(TIMER_OF["join_timer"], self.join_timeout))
-            return
+            out.append(SetTimer(TIMER_OF[Ev.JOIN_TIMER], self.join_timeout))
+            return out
         out.append(Record.of("join_retry", attempt=self.join_attempts))
-        self._discover(src, arg, out)
+        out += self._discover(self.now, src, arg)
+        return out
 
-    def _on_join_rsp(self, src: str, msg: M.JoinRsp, out: list[Effect]) -> None:
+    def _on_join_rsp(self, now: int, src: str, msg: M.JoinRsp) -> list[Effect]:
+        out: list[Effect] = []
         if msg.fail:
             out.append(Record.of("join_rejected", by=src, reason=msg.fail[:200]))
-            out.append(CancelTimer(TIMER_OF["join_timer"]))
-            self._discover(src, None, out)
-            return
+            out.append(CancelTimer(TIMER_OF[Ev.JOIN_TIMER]))
+            out += self._discover(self.now, src, None)
+            return out
         v = parse_view(msg.view_id, msg.members)
         if self.node_id not in v:
             raise BadField(f"JoinRsp view {v.view_id} does not list the joiner")
         if v.counter <= self.past:
             raise BadField(f"JoinRsp view {v.view_id} is not newer than an earlier incarnation's")
-        out.append(CancelTimer(TIMER_OF["join_timer"]))
+        out.append(CancelTimer(TIMER_OF[Ev.JOIN_TIMER]))
         if self.mode == "acks":
             out.append(Send(src, M.ViewAck(v.view_id)))
         self._install(v, out)
+        return out
 
-    def _joiner_view(self, src: str, msg: Any, out: list[Effect]) -> None:
+    def _joiner_view(self, now: int, src: str, msg: Any) -> list[Effect]:
+        out: list[Effect] = []
         v = parse_view(msg.view_id, msg.members)
         if type(msg) is M.ViewMsg:
             out.append(Send(src, M.ViewAck(v.view_id)))
         if self.node_id in v and v.counter > self.past:
-            out.append(CancelTimer(TIMER_OF["join_timer"]))
+            out.append(CancelTimer(TIMER_OF[Ev.JOIN_TIMER]))
             self._install(v, out)
+        return out
 
-    def _left(self, src: str, arg: Any, out: list[Effect]) -> None:
+    def _left(self, now: int, src: str, arg: Any) -> list[Effect]:
+        out: list[Effect] = []
         self.state = St.LEFT
+        return out
 
     # ------------------------------------------------------------ installing a view
 
@@ -428,7 +485,7 @@ class GmsMachine:
         self.q_leaves &= members
         if self.prepared is not None and self.prepared.key <= v.key:
             self.prepared = None
-            out.append(CancelTimer(TIMER_OF["status_timer"]))
+            out.append(CancelTimer(TIMER_OF[Ev.STATUS_TIMER]))
         if self.merge_lock is not None:
             self.merge_lock = None
         out.append(InstallView(View(v.view_id, v.members)))
@@ -495,7 +552,7 @@ class GmsMachine:
             if not missing:
                 self._commit(out)
             else:
-                out.append(SetTimer(TIMER_OF["ack_timer"], self.rto))
+                out.append(SetTimer(TIMER_OF[Ev.ACK_TIMER], self.rto))
             return
         for j in joiners:  # the JoinRsp first, then the view (JGroups before JGRP-136)
             out.append(Send(j, M.JoinRsp(v.view_id, v.members)))
@@ -508,7 +565,7 @@ class GmsMachine:
                 self.state = St.LEFT  # the coordinator leaves at once: nobody retransmits
                 return
             self.plain_retx = {v.view_id: (msg, set(others))}
-            out.append(SetTimer(TIMER_OF["ack_timer"], self.rto))
+            out.append(SetTimer(TIMER_OF[Ev.ACK_TIMER], self.rto))
             self._install(v, out)
             return
         # acks: block on missing_acks (requests are queued meanwhile)
@@ -520,7 +577,7 @@ class GmsMachine:
             self._install(v, out)
         if missing:
             self.state = St.LEAVING if leaving else St.INSTALLING
-            out.append(SetTimer(TIMER_OF["ack_timer"], self.rto))
+            out.append(SetTimer(TIMER_OF[Ev.ACK_TIMER], self.rto))
         else:
             self._finish(out)
 
@@ -531,8 +588,8 @@ class GmsMachine:
         if self.commit_delay and not inst.committed:
             # test hook: hold the second phase (a process test kills the coordinator now)
             inst.committed = True
-            out.append(CancelTimer(TIMER_OF["ack_timer"]))
-            out.append(SetTimer(TIMER_OF["commit_timer"], self.commit_delay))
+            out.append(CancelTimer(TIMER_OF[Ev.ACK_TIMER]))
+            out.append(SetTimer(TIMER_OF[Ev.COMMIT_TIMER], self.commit_delay))
             out.append(
                 StateChanged.of(
                     **self._status().fields, phase="prepared", pending=inst.view.view_id
@@ -541,9 +598,11 @@ class GmsMachine:
             return
         self._commit_now(out)
 
-    def _commit_delayed(self, src: str, arg: Any, out: list[Effect]) -> None:
+    def _commit_delayed(self, now: int, src: str, arg: Any) -> list[Effect]:
+        out: list[Effect] = []
         if self.install is not None and self.install.committed:
             self._commit_now(out)
+        return out
 
     def _commit_now(self, out: list[Effect]) -> None:
         inst = self.install
@@ -566,7 +625,7 @@ class GmsMachine:
         """The installation is over (acknowledged, committed or timed out)."""
         inst = self.install
         self.install = None
-        out.append(CancelTimer(TIMER_OF["ack_timer"]))
+        out.append(CancelTimer(TIMER_OF[Ev.ACK_TIMER]))
         if inst is not None and self.node_id not in inst.view:
             self.state = St.LEFT
             out.append(Record.of("left", view=inst.view.view_id))
@@ -575,31 +634,34 @@ class GmsMachine:
         self.state = St.COORDINATOR if self.view.members[0] == self.node_id else St.PARTICIPANT
         self._process_queue(out)
 
-    def _on_view_ack(self, src: str, msg: M.ViewAck, out: list[Effect]) -> None:
+    def _on_view_ack(self, now: int, src: str, msg: M.ViewAck) -> list[Effect]:
+        out: list[Effect] = []
         retx = self.plain_retx.get(msg.view_id)
         if retx is not None:
             retx[1].discard(src)
         inst = self.install
         if inst is None or msg.view_id != inst.view.view_id:
-            return
+            return out
         inst.missing_acks.discard(src)
         if not inst.missing_acks:
             if self.mode == "two_phase" and not inst.committed:
                 self._commit(out)
             else:
                 self._finish(out)
+        return out
 
-    def _ack_tick(self, src: str, arg: Any, out: list[Effect]) -> None:
+    def _ack_tick(self, now: int, src: str, arg: Any) -> list[Effect]:
+        out: list[Effect] = []
         if self.mode == "plain":
             for view_msg, waiting in self.plain_retx.values():
                 for m in sorted(waiting):
                     out.append(Send(m, view_msg))
             if any(w for _, w in self.plain_retx.values()):
-                out.append(SetTimer(TIMER_OF["ack_timer"], self.rto))
-            return
+                out.append(SetTimer(TIMER_OF[Ev.ACK_TIMER], self.rto))
+            return out
         inst = self.install
         if inst is None:
-            return
+            return out
         lost = self.now - inst.ticked - 2 * self.rto
         inst.ticked = self.now
         if lost > 0:
@@ -616,7 +678,7 @@ class GmsMachine:
             )
             if self.mode == "acks":
                 self._finish(out)  # JGroups: stop waiting after view_ack_collection_timeout
-                return
+                return out
             # two_phase: the silent members are treated as suspected; restart phase one
             members = [m for m in inst.view.members if m not in inst.missing_acks]
             view = self.view
@@ -660,7 +722,7 @@ class GmsMachine:
                 merge = merge and any(m not in view for m in members)
             self.suspects |= inst.missing_acks
             self._restart(members, out, why="view_ack_collection_timeout", merge=merge)
-            return
+            return out
         msg: Any
         if self.mode == "two_phase":
             msg = M.PrepareView(inst.view.view_id, inst.view.members, inst.merge)
@@ -668,7 +730,8 @@ class GmsMachine:
             msg = M.ViewMsg(inst.view.view_id, inst.view.members)
         for m in sorted(inst.missing_acks):
             out.append(Send(m, msg))
-        out.append(SetTimer(TIMER_OF["ack_timer"], self.rto))
+        out.append(SetTimer(TIMER_OF[Ev.ACK_TIMER], self.rto))
+        return out
 
     def _restart(
         self, members: list[str], out: list[Effect], *, why: str, merge: bool = False
@@ -678,7 +741,7 @@ class GmsMachine:
         inst = self.install
         joiners = inst.joiners if inst else ()
         self.install = None
-        out.append(CancelTimer(TIMER_OF["commit_timer"]))
+        out.append(CancelTimer(TIMER_OF[Ev.COMMIT_TIMER]))
         if self.view is not None and self.node_id in self.view:
             self.state = St.COORDINATOR
         if not members or (members == [self.node_id] and self.state is St.LEAVING):
@@ -708,32 +771,42 @@ class GmsMachine:
             raise BadField(f"JOIN floor {msg.floor!r} is not a counter")
         self.max_counter = max(self.max_counter, msg.floor)
 
-    def _on_join(self, src: str, msg: M.Join, out: list[Effect]) -> None:
+    def _on_join(self, now: int, src: str, msg: M.Join) -> list[Effect]:
+        out: list[Effect] = []
         self._join_floor(msg)
         self.suspects.discard(src)
         self.local_suspects.discard(src)
         self.q_joins.add(src)
         self.join_at[src] = self.now
         self._process_queue(out)
+        return out
 
-    def _queue_join(self, src: str, msg: M.Join, out: list[Effect]) -> None:
+    def _queue_join(self, now: int, src: str, msg: M.Join) -> list[Effect]:
+        out: list[Effect] = []
         self._join_floor(msg)
         self.suspects.discard(src)
         self.q_joins.add(src)
         self.join_at[src] = self.now
+        return out
 
-    def _on_leave(self, src: str, msg: M.Leave, out: list[Effect]) -> None:
+    def _on_leave(self, now: int, src: str, msg: M.Leave) -> list[Effect]:
+        out: list[Effect] = []
         self.q_leaves.add(src)
         self._process_queue(out)
+        return out
 
-    def _queue_leave(self, src: str, msg: M.Leave, out: list[Effect]) -> None:
+    def _queue_leave(self, now: int, src: str, msg: M.Leave) -> list[Effect]:
+        out: list[Effect] = []
         self.q_leaves.add(src)
+        return out
 
-    def _refuse_join(self, src: str, msg: M.Join, out: list[Effect]) -> None:
+    def _refuse_join(self, now: int, src: str, msg: M.Join) -> list[Effect]:
+        out: list[Effect] = []
         assert self.view is not None
         out.append(
             Send(src, M.JoinRsp("", (), fail=f"not coordinator: coordinator is {self.view.coord}"))
         )
+        return out
 
     def _process_queue(self, out: list[Effect]) -> None:
         if self.state is not St.COORDINATOR or self.view is None:
@@ -776,15 +849,19 @@ class GmsMachine:
         i = ms.index(self.node_id)
         return ms[i + 1 :] + ms[:i]
 
-    def _fd_suspected(self, src: str, node: str, out: list[Effect]) -> None:
+    def _fd_suspected(self, now: int, src: str, node: str) -> list[Effect]:
+        out: list[Effect] = []
         self.local_suspects.add(node)
         self._fd_announce(out, repeat=False)
+        return out
 
-    def _fd_unsuspected(self, src: str, node: str, out: list[Effect]) -> None:
+    def _fd_unsuspected(self, now: int, src: str, node: str) -> list[Effect]:
+        out: list[Effect] = []
         self.local_suspects.discard(node)
         if node in self.peers:  # a name outside the group's is no member to wait for
             self.revived[node] = self.now
         self.announced.discard(node)
+        return out
 
     def _fd_announce(self, out: list[Effect], *, repeat: bool) -> None:
         """FD: SUSPECT every suspected successor up to the first live one (ping_dest)."""
@@ -806,13 +883,17 @@ class GmsMachine:
             if self.view is None or self.state not in MEMBER_STATES:
                 return
 
-    def _fd_tick(self, src: str, arg: Any, out: list[Effect]) -> None:
-        out.append(SetTimer(TIMER_OF["fd_timer"], self.suspect_interval))
+    def _fd_tick(self, now: int, src: str, arg: Any) -> list[Effect]:
+        out: list[Effect] = []
+        out.append(SetTimer(TIMER_OF[Ev.FD_TIMER], self.suspect_interval))
         self._fd_announce(out, repeat=True)
+        return out
 
-    def _on_suspect(self, src: str, msg: M.Suspect, out: list[Effect]) -> None:
+    def _on_suspect(self, now: int, src: str, msg: M.Suspect) -> list[Effect]:
+        out: list[Effect] = []
         parse_id(format_id(msg.node, 0))
         self._suspect(msg.node, out)
+        return out
 
     def _suspect(self, node: str, out: list[Effect]) -> None:
         """SUSPECT(node) from the failure-detection layer (this node's or a member's)."""
@@ -911,7 +992,8 @@ class GmsMachine:
 
     # ------------------------------------------------------------ views arriving
 
-    def _on_view(self, src: str, msg: M.ViewMsg, out: list[Effect]) -> None:
+    def _on_view(self, now: int, src: str, msg: M.ViewMsg) -> list[Effect]:
+        out: list[Effect] = []
         if self.mode == "two_phase":
             raise BadField("VIEW in two_phase mode")
         v = parse_view(msg.view_id, msg.members)
@@ -925,12 +1007,13 @@ class GmsMachine:
         ):
             out.append(Record.of("resend_view", view=self.view.view_id, reason="older view"))
             self._resend_view((src,), out)
+        return out
 
     def _accept(self, v: GView, out: list[Effect]) -> None:
         """A greater view arrived: install it, or, excluded from it, start again alone."""
         if self.install is not None:
             self.install = None
-            out.append(CancelTimer(TIMER_OF["ack_timer"]))
+            out.append(CancelTimer(TIMER_OF[Ev.ACK_TIMER]))
         if self.merge is not None:
             self._cancel_merge(f"view {v.view_id}", out)
         if self.node_id in v:
@@ -943,7 +1026,8 @@ class GmsMachine:
         counter = self._next_counter(out)
         self._install(GView(self.node_id, counter, (self.node_id,)), out)
 
-    def _on_prepare_view(self, src: str, msg: M.PrepareView, out: list[Effect]) -> None:
+    def _on_prepare_view(self, now: int, src: str, msg: M.PrepareView) -> list[Effect]:
+        out: list[Effect] = []
         if self.mode != "two_phase":
             raise BadField(f"PREPARE_VIEW in {self.mode} mode")
         v = parse_view(msg.view_id, msg.members)
@@ -953,15 +1037,15 @@ class GmsMachine:
         self._older(v, src, out)
         if v.view_id in self.installed:
             out.append(Send(src, M.ViewAck(v.view_id)))
-            return
+            return out
         current = self.view.key if self.view is not None else (0, "")
         if v.key <= current or v.counter <= self.past:
-            return
+            return out
         if self.prepared is not None and v.key < self.prepared.key:
-            return
+            return out
         if not self._may_prepare(v, msg.merge is True):
             out.append(Record.of("refused_view", view=v.view_id, creator=src))
-            return
+            return out
         if self.install is not None and v.key > self.install.view.key:
             # a greater view is being installed by someone else (a merge, a takeover)
             # It stays the coordinator of its view until that view is committed: made a
@@ -969,7 +1053,7 @@ class GmsMachine:
             # deferred to it, for ever once the greater view was given up
             # (``regress_coordinator_left_as_participant``).
             self.install = None
-            out.append(CancelTimer(TIMER_OF["ack_timer"]))
+            out.append(CancelTimer(TIMER_OF[Ev.ACK_TIMER]))
             if self.state is St.INSTALLING:
                 assert self.view is not None
                 mine = self.view.members[0] == self.node_id
@@ -978,7 +1062,8 @@ class GmsMachine:
         self.prepared_at = self.now
         self.prepared_merge = msg.merge is True
         out.append(Send(src, M.ViewAck(v.view_id)))
-        out.append(SetTimer(TIMER_OF["status_timer"], self.status_timeout))
+        out.append(SetTimer(TIMER_OF[Ev.STATUS_TIMER], self.status_timeout))
+        return out
 
     def _older(self, v: GView, src: str, out: list[Effect]) -> None:
         """JGRP-1496 / JGRP-3036: a view older than the installed one arrived (a late
@@ -1001,7 +1086,8 @@ class GmsMachine:
             return True
         return merge and all(m in v or m in self.suspects for m in view.members)
 
-    def _on_commit_view(self, src: str, msg: M.CommitView, out: list[Effect]) -> None:
+    def _on_commit_view(self, now: int, src: str, msg: M.CommitView) -> list[Effect]:
+        out: list[Effect] = []
         if self.mode != "two_phase":
             raise BadField(f"COMMIT_VIEW in {self.mode} mode")
         v = parse_view(msg.view_id, msg.members)
@@ -1010,8 +1096,10 @@ class GmsMachine:
         self._older(v, src, out)
         if v.key > self.view.key:
             self._accept(v, out)
+        return out
 
-    def _on_status_view(self, src: str, msg: M.StatusView, out: list[Effect]) -> None:
+    def _on_status_view(self, now: int, src: str, msg: M.StatusView) -> list[Effect]:
+        out: list[Effect] = []
         v = parse_view(msg.view_id, msg.members)
         done = self.installed.get(v.view_id)
         if done is not None and done.members == v.members and self.mode == "two_phase":
@@ -1024,21 +1112,25 @@ class GmsMachine:
             and self.mode == "two_phase"
         ):
             out.append(Send(src, M.CommitView(self.view.view_id, self.view.members)))
+        return out
 
-    def _status_tick(self, src: str, arg: Any, out: list[Effect]) -> None:
+    def _status_tick(self, now: int, src: str, arg: Any) -> list[Effect]:
+        out: list[Effect] = []
         p = self.prepared
         current = self.view.key if self.view is not None else (0, "")
         if p is None or p.key <= current:
-            return
+            return out
         out.append(Record.of("status_view", view=p.view_id))
         for m in p.members:
             if m != self.node_id:
                 out.append(Send(m, M.StatusView(p.view_id, p.members)))
-        out.append(SetTimer(TIMER_OF["status_timer"], self.status_timeout))
+        out.append(SetTimer(TIMER_OF[Ev.STATUS_TIMER], self.status_timeout))
+        return out
 
     # ------------------------------------------------------------ leaving
 
-    def _leave(self, src: str, arg: Any, out: list[Effect]) -> None:
+    def _leave(self, now: int, src: str, arg: Any) -> list[Effect]:
+        out: list[Effect] = []
         view = self.view
         assert view is not None
         if self._am_coord() or view.members[0] == self.node_id:
@@ -1047,69 +1139,83 @@ class GmsMachine:
             self.install = None
             if not members:
                 self.state = St.LEFT
-                return
+                return out
             self.state = St.COORDINATOR
             self._cast(members, out, why=f"leave {self.node_id}")
-            return
+            return out
         self.state = St.LEAVING
         out.append(Send(view.members[0], M.Leave()))
-        out.append(SetTimer(TIMER_OF["leave_timer"], self.rto))
+        out.append(SetTimer(TIMER_OF[Ev.LEAVE_TIMER], self.rto))
+        return out
 
-    def _leave_tick(self, src: str, arg: Any, out: list[Effect]) -> None:
+    def _leave_tick(self, now: int, src: str, arg: Any) -> list[Effect]:
+        out: list[Effect] = []
         view = self.view
         if view is None or self.install is not None:
-            return
+            return out
         coord = next((m for m in view.members if m not in self.suspects), None)
         if coord is None or coord == self.node_id:
             self.state = St.LEFT
-            return
+            return out
         out.append(Send(coord, M.Leave()))
-        out.append(SetTimer(TIMER_OF["leave_timer"], self.rto))
+        out.append(SetTimer(TIMER_OF[Ev.LEAVE_TIMER], self.rto))
+        return out
 
-    def _leaver_view(self, src: str, msg: Any, out: list[Effect]) -> None:
+    def _leaver_view(self, now: int, src: str, msg: Any) -> list[Effect]:
+        out: list[Effect] = []
         v = parse_view(msg.view_id, msg.members)
         if type(msg) is M.ViewMsg:
             out.append(Send(src, M.ViewAck(v.view_id)))
         if self.install is not None:
-            return  # a leaving coordinator finishes its own installation first
+            return out  # a leaving coordinator finishes its own installation first
         if self.node_id not in v:
             self.state = St.LEFT
-            return
+            return out
         if self.view is not None and v.key > self.view.key:
             # Still a member of a newer view: leave that one (its coordinator may be us).
             self._install(v, out)
-            self._leave("", None, out)
+            out += self._leave(self.now, "", None)
+        return out
 
-    def _leaver_prepare(self, src: str, msg: M.PrepareView, out: list[Effect]) -> None:
+    def _leaver_prepare(self, now: int, src: str, msg: M.PrepareView) -> list[Effect]:
+        out: list[Effect] = []
         v = parse_view(msg.view_id, msg.members)
         out.append(Send(src, M.ViewAck(v.view_id)))
+        return out
 
-    def _leaver_suspect(self, src: str, msg: M.Suspect, out: list[Effect]) -> None:
+    def _leaver_suspect(self, now: int, src: str, msg: M.Suspect) -> list[Effect]:
+        out: list[Effect] = []
         if self.install is not None:
             self._suspect(msg.node, out)
+        return out
 
     # ------------------------------------------------------------ discovery answers
 
-    def _answer_find_mbrs(self, src: str, msg: M.FindMbrs, out: list[Effect]) -> None:
+    def _answer_find_mbrs(self, now: int, src: str, msg: M.FindMbrs) -> list[Effect]:
         """PING's answer; and a member of this view asking is a restarted node (node ids
         persist across restarts), so its previous incarnation is gone: SUSPECT it, as
         JGroups' FD would suspect the old UUID. Otherwise a member restarted before its
         FD neighbour noticed would stay listed, and the FD ring would watch nobody past
         it: with the coordinator gone too, every JOIN went to the dead coordinator."""
+        out: list[Effect] = []
         if msg.restarted is True and self.view is not None and src in self.view:
             out.append(Record.of("restarted", node=src, view=self.view.view_id))
             self._suspect(src, out)
         assert self.view is not None
         out.append(Send(src, M.FindMbrsRsp(self.view.members[0], self.view.view_id)))
+        return out
 
     # ------------------------------------------------------------ merge (MERGE3)
 
-    def _info_tick(self, src: str, arg: Any, out: list[Effect]) -> None:
+    def _info_tick(self, now: int, src: str, arg: Any) -> list[Effect]:
+        out: list[Effect] = []
         assert self.view is not None
         out.append(Multicast(M.MergeInfo(self.view.view_id, self.view.members[0])))
-        out.append(SetTimer(TIMER_OF["info_timer"], self._jitter()))
+        out.append(SetTimer(TIMER_OF[Ev.INFO_TIMER], self._jitter()))
+        return out
 
-    def _on_info(self, src: str, msg: M.MergeInfo, out: list[Effect]) -> None:
+    def _on_info(self, now: int, src: str, msg: M.MergeInfo) -> list[Effect]:
+        out: list[Effect] = []
         parse_id(msg.view_id)
         parse_id(format_id(msg.coord, 0))
         old = self.info.get(src)
@@ -1136,8 +1242,9 @@ class GmsMachine:
             # several intervals (``regress_foreign_info_lost``).
             self.answered[src] = self.now
             out.append(Send(src, M.MergeInfo(view.view_id, view.members[0], answer=True)))
+        return out
 
-    def _merge_check(self, src: str, arg: Any, out: list[Effect]) -> None:
+    def _merge_check(self, now: int, src: str, arg: Any) -> list[Effect]:
         """MERGE3's check: lead a merge of every view heard of that is not this one.
 
         A coordinator leads when it heard of members outside its view, under other
@@ -1149,17 +1256,18 @@ class GmsMachine:
         ``merge_interval`` (every member sends INFO at least that often), so that it
         merges everything reachable at once: no partial merges.
         """
-        out.append(SetTimer(TIMER_OF["merge_timer"], self.merge_interval // 2))
+        out: list[Effect] = []
+        out.append(SetTimer(TIMER_OF[Ev.MERGE_TIMER], self.merge_interval // 2))
         view = self.view
         if view is None or self.state not in (St.COORDINATOR, St.PARTICIPANT):
-            return
+            return out
         now = self.now
         if self.merge is not None:
             if now - self.merge.started < self.merge_interval:
-                return
+                return out
             self._cancel_merge("timeout", out)
         if self.merge_lock is not None and self.merge_lock[1] > now:
-            return
+            return out
         window = now - 2 * self.merge_interval
         # A node waited for (heard alive, its INFO not heard since: _unaccounted) keeps
         # the INFO last heard from it, older than two intervals or not: it is the best
@@ -1191,27 +1299,27 @@ class GmsMachine:
                 or (n in view and orphans and id_key(e[1]) > view.key)
             }
             if not foreign:
-                return
+                return out
             coords = {n for n, e in foreign.items() if e[2] == n}
             if any(c < self.node_id for c in coords):
-                return  # a smaller coordinator leads this merge
+                return out  # a smaller coordinator leads this merge
         else:
             mine = self.info.get(view.members[0])
             if mine is None or mine[1] == view.view_id:
-                return  # my coordinator is alive and in my view (or unheard: FD's business)
+                return out  # my coordinator is alive and in my view (or unheard: FD's business)
             if any(e[2] == n for n, e in self.info.items()):
-                return  # an actual coordinator exists: it leads
+                return out  # an actual coordinator exists: it leads
             named = {e[2] for e in self.info.values()} | {view.members[0]}
             reachable = {n for n in named if n in self.info or n == self.node_id}
             if not reachable or min(reachable) != self.node_id:
-                return
+                return out
             foreign = {n: e for n, e in self.info.items() if e[1] != view.view_id}
             if not foreign:
-                return
+                return out
         if now - self.foreign_changed < self.merge_interval:
-            return  # wait until every reachable member has been heard
+            return out  # wait until every reachable member has been heard
         if self._unaccounted(view, out):
-            return
+            return out
         asked = self._merge_coords(foreign)
         self.merges += 1
         mid = f"{self.node_id}:{self.merges}"
@@ -1221,7 +1329,8 @@ class GmsMachine:
         out.append(Record.of("merge_start", merge=mid, asked=sorted(asked)))
         for n in sorted(asked):
             out.append(Send(n, M.MergeReq(mid)))
-        out.append(SetTimer(TIMER_OF["merge_req_timer"], self.rto))
+        out.append(SetTimer(TIMER_OF[Ev.MERGE_REQ_TIMER], self.rto))
+        return out
 
     def _unaccounted(self, view: GView, out: list[Effect]) -> bool:
         """Whether a merge waits for a node outside ``view`` that the failure detector
@@ -1275,7 +1384,7 @@ class GmsMachine:
         out.append(Record.of("merge_start", merge=mg.merge_id, asked=sorted(asked), wave=mg.waves))
         for n in sorted(asked):
             out.append(Send(n, M.MergeReq(mg.merge_id)))
-        out.append(SetTimer(TIMER_OF["merge_req_timer"], self.rto))
+        out.append(SetTimer(TIMER_OF[Ev.MERGE_REQ_TIMER], self.rto))
         return True
 
     def _merge_coords(self, foreign: dict[str, tuple[int, str, str]]) -> set[str]:
@@ -1307,25 +1416,30 @@ class GmsMachine:
         for n in sorted(mg.expected):
             out.append(Send(n, M.MergeCancel(mg.merge_id)))
 
-    def _on_merge_cancel(self, src: str, msg: M.MergeCancel, out: list[Effect]) -> None:
+    def _on_merge_cancel(self, now: int, src: str, msg: M.MergeCancel) -> list[Effect]:
+        out: list[Effect] = []
         lock = self.merge_lock
         if lock is not None and lock[0] == src and lock[2] == msg.merge_id:
             self.merge_lock = None
             self._process_queue(out)
+        return out
 
-    def _merge_req_tick(self, src: str, arg: Any, out: list[Effect]) -> None:
+    def _merge_req_tick(self, now: int, src: str, arg: Any) -> list[Effect]:
         """MERGE_REQ again, every ``rto``, to whoever has not answered: JGroups' merge
         requests ride on reliable unicast (UNICAST3); here they are datagrams, and a
         merge is all or nothing, so one lost request or answer among n subgroups
         would cancel it (with 7 of them at 12% loss, 5 attempts in 6 fail)."""
+        out: list[Effect] = []
         mg = self.merge
         if mg is None or not mg.waiting:
-            return
+            return out
         for n in sorted(mg.waiting):
             out.append(Send(n, M.MergeReq(mg.merge_id)))
-        out.append(SetTimer(TIMER_OF["merge_req_timer"], self.rto))
+        out.append(SetTimer(TIMER_OF[Ev.MERGE_REQ_TIMER], self.rto))
+        return out
 
-    def _on_merge_req(self, src: str, msg: M.MergeReq, out: list[Effect]) -> None:
+    def _on_merge_req(self, now: int, src: str, msg: M.MergeReq) -> list[Effect]:
+        out: list[Effect] = []
         parse_id(msg.merge_id)
         view = self.view
         assert view is not None
@@ -1337,7 +1451,7 @@ class GmsMachine:
         )
         if busy:
             out.append(Send(src, M.MergeRsp(msg.merge_id, view.view_id, view.members, True)))
-            return
+            return out
         if self.merge is not None:
             self._cancel_merge(src, out)
         self.merge_lock = (src, self.now + 2 * self.merge_interval, msg.merge_id)
@@ -1348,20 +1462,24 @@ class GmsMachine:
             if e[0] >= window and e[1] != view.view_id and n not in view
         )[:MAX_HEARD]
         out.append(Send(src, M.MergeRsp(msg.merge_id, view.view_id, view.members, heard=heard)))
+        return out
 
-    def _refuse_merge_req(self, src: str, msg: M.MergeReq, out: list[Effect]) -> None:
+    def _refuse_merge_req(self, now: int, src: str, msg: M.MergeReq) -> list[Effect]:
         """A node in no view (restarted, discovering or joining) refuses a MERGE_REQ with
         no view: the leader asked it for the view it was in before (its INFO from then,
         kept while it is heard alive), and waiting for an answer that never came held
         the merge, and the locks on the coordinators it was joining, to the merge's
         timeout, merge after merge (hostile seed 3933, ``regress_merge_asks_a_joiner``)."""
+        out: list[Effect] = []
         parse_id(msg.merge_id)
         out.append(Send(src, M.MergeRsp(msg.merge_id, "", (), True)))
+        return out
 
-    def _on_merge_rsp(self, src: str, msg: M.MergeRsp, out: list[Effect]) -> None:
+    def _on_merge_rsp(self, now: int, src: str, msg: M.MergeRsp) -> list[Effect]:
+        out: list[Effect] = []
         mg = self.merge
         if mg is None or msg.merge_id != mg.merge_id or src not in mg.waiting:
-            return
+            return out
         if msg.refused:
             if not msg.view_id:
                 # in no view: what its INFO said is gone, and there is no view of it
@@ -1369,7 +1487,7 @@ class GmsMachine:
                 self.info.pop(src, None)
                 self.viewless[src] = self.now
             self._cancel_merge(f"refused by {src}" + ("" if msg.view_id else " (no view)"), out)
-            return
+            return out
         v = parse_view(msg.view_id, msg.members)
         if v.view_id != mg.expected.get(src, v.view_id):
             # The subgroup changed since its INFO was heard (a request sent into a
@@ -1380,7 +1498,7 @@ class GmsMachine:
                 f"stale: {src} is in {v.view_id}, its INFO said {mg.expected[src]}", out
             )
             self.foreign_changed = self.now
-            return
+            return out
         mg.waiting.discard(src)
         mg.views[src] = v
         for entry in msg.heard[:MAX_HEARD] if type(msg.heard) is tuple else ():
@@ -1393,11 +1511,11 @@ class GmsMachine:
                 continue  # a malformed entry tells nothing: the answer's view still counts
             mg.heard.setdefault(node, (vid, coord))
         if mg.waiting:
-            return
+            return out
         view = self.view
         assert view is not None
         if self._merge_wave(mg, view, out):
-            return
+            return out
         self.merge = None
         subgroups: dict[str, GView] = {view.view_id: view}
         for v in mg.views.values():
@@ -1428,11 +1546,14 @@ class GmsMachine:
         if self.install is not None and self.install.merge:
             self.install.merge_id = mg.merge_id
             self.install.asked = tuple(sorted(mg.expected))
+        return out
 
     # ------------------------------------------------------------ data path
 
-    def _submit(self, src: str, ev: Submit, out: list[Effect]) -> None:
+    def _submit(self, now: int, src: str, ev: Submit) -> list[Effect]:
+        out: list[Effect] = []
         self.data.submit(ev.msg_id, ev.payload, ev.order, out)
+        return out
 
     def _hold(self, ev: Submit) -> list[Effect]:
         """A submit while the node is not a member (booting, rejoining after a restart
@@ -1450,37 +1571,48 @@ class GmsMachine:
         for ev in held:
             self.data.submit(ev.msg_id, ev.payload, ev.order, out)
 
-    def _on_msg(self, src: str, msg: M.Msg, out: list[Effect]) -> None:
+    def _on_msg(self, now: int, src: str, msg: M.Msg) -> list[Effect]:
+        out: list[Effect] = []
         parse_id(msg.view_id)
         self.data.on_msg(src, msg, self.now, out)
+        return out
 
-    def _on_xmit_req(self, src: str, msg: M.XmitReq, out: list[Effect]) -> None:
+    def _on_xmit_req(self, now: int, src: str, msg: M.XmitReq) -> list[Effect]:
+        out: list[Effect] = []
         self.data.on_xmit_req(src, msg, out)
+        return out
 
-    def _on_xmit_gone(self, src: str, msg: M.XmitGone, out: list[Effect]) -> None:
+    def _on_xmit_gone(self, now: int, src: str, msg: M.XmitGone) -> list[Effect]:
+        out: list[Effect] = []
         self.data.on_xmit_gone(src, msg, out)
+        return out
 
-    def _on_credit(self, src: str, msg: M.Credit, out: list[Effect]) -> None:
+    def _on_credit(self, now: int, src: str, msg: M.Credit) -> list[Effect]:
+        out: list[Effect] = []
         self.data.on_credit(src, msg, out)
+        return out
 
-    def _stable_tick(self, src: str, arg: Any, out: list[Effect]) -> None:
-        out.append(SetTimer(TIMER_OF["stable_timer"], self.stable_interval))
+    def _stable_tick(self, now: int, src: str, arg: Any) -> list[Effect]:
+        out: list[Effect] = []
+        out.append(SetTimer(TIMER_OF[Ev.STABLE_TIMER], self.stable_interval))
         view = self.view
         assert view is not None
         d = self.data.digest()
         for m in view.members:
             if m != self.node_id:
                 out.append(Send(m, d))
+        return out
 
-    def _on_stable(self, src: str, msg: M.Stable, out: list[Effect]) -> None:
+    def _on_stable(self, now: int, src: str, msg: M.Stable) -> list[Effect]:
+        out: list[Effect] = []
         view = self.view
         assert view is not None
         if msg.view_id == view.view_id:
             self.data.on_stable(src, msg, self.now, out)
-            return
+            return out
         w = parse_view(msg.view_id, msg.members)
         if self.mode != "acks":
-            return
+            return out
         # SOLUTION 2: the view carried in the stability digest
         if w.key > view.key and self.node_id in w:
             if w.members[0] == self.node_id or self._am_coord():
@@ -1492,6 +1624,7 @@ class GmsMachine:
         elif w.key < view.key and self._am_coord() and src in view:
             out.append(Record.of("resend_view", view=view.view_id, reason=f"digest of {src}"))
             self._resend_view((src,), out)
+        return out
 
 
 def parse_injected(text: str, node: str) -> GView | None:
