@@ -6,7 +6,7 @@ import enum
 
 import pytest
 
-from ringcast.core.effects import Effect, Record
+from ringcast.core.effects import Effect, Record, StateChanged
 from ringcast.core.fsm import IGNORE, Driver, Transition, TransitionTable
 
 
@@ -168,3 +168,25 @@ def test_a_driver_over_one_table_per_role_looks_each_state_up_in_its_role() -> N
     assert m.fsm.step(Ev.GO, 1) == [Record.of("went", to="Beta")]
     assert m.fsm.step(Ev.GO, 1) == [Record.of("drop", reason="go in Beta")]
     assert m.fsm.step(Ev.STAY, 1) == []
+
+
+def test_driver_writes_state_changed_from_the_machines_status() -> None:
+    m = Toy()
+    m.fsm = Driver(
+        TABLE, m, {"go": m._go, "stay": m._stay}, status=lambda: {"state": m.state.value}
+    )
+    # at a moment of the family's own, with what the report adds
+    assert m.fsm.state_changed(reason="start") == StateChanged.of(state="Alpha", reason="start")
+    # after an event: only when the status differs from the last one reported
+    out: list[Effect] = []
+    m.fsm.report_change(out)
+    assert out == []  # Alpha was just reported
+    m.fsm.step(Ev.GO, 1)
+    m.fsm.report_change(out)
+    m.fsm.report_change(out)
+    assert out == [StateChanged.of(state="Beta")]
+
+
+def test_a_driver_without_status_says_so() -> None:
+    with pytest.raises(TypeError, match="status="):
+        Toy().fsm.state_changed()

@@ -23,6 +23,11 @@ one in ``__init__`` from its table, itself (the driver reads its ``state``) and 
 actions as bound methods, and raises each table event with :meth:`Driver.step`. Every
 action has one signature, ``action(now, *args) -> list[Effect]``; an ``ignore`` row runs
 nothing.
+
+The driver also writes the machine's ``StateChanged`` (the trace's ``state`` row), from
+one ``status`` method the machine gives it: :meth:`Driver.state_changed` when the family
+reports at a moment of its own (a move, a token), :meth:`Driver.report_change` when it
+reports whenever its status differs from the last one reported.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from ringcast.core.effects import Effect, Record
+from ringcast.core.effects import Effect, Record, StateChanged
 
 
 class TableEnum(enum.Enum):
@@ -178,6 +183,9 @@ class HasState(Protocol[S_co]):
 Action = Callable[..., list[Effect]]
 """An action: a bound method of the machine, called as ``action(now, *args)``."""
 
+Status = Callable[[], dict[str, Any]]
+"""A machine's status: the fields of its ``StateChanged``, in the order they are written."""
+
 
 class Driver(Generic[S, E]):
     """Runs a machine on a :class:`TransitionTable` (the module's steps 1-3), or on one
@@ -198,13 +206,25 @@ class Driver(Generic[S, E]):
     and after the inner step it is checked again only if it moves on.
     """
 
-    __slots__ = ("_bound", "_event", "_m", "_resumed", "_start", "dropped", "tables")
+    __slots__ = (
+        "_bound",
+        "_event",
+        "_m",
+        "_reported",
+        "_resumed",
+        "_start",
+        "_status",
+        "dropped",
+        "tables",
+    )
 
     def __init__(
         self,
         table: TransitionTable[S, E] | Mapping[S, TransitionTable[S, E]],
         machine: HasState[S],
         actions: Mapping[str, Action],
+        *,
+        status: Status | None = None,
     ):
         if isinstance(table, TransitionTable):
             self.tables: dict[S, TransitionTable[S, E]] = dict.fromkeys(table.states, table)
@@ -227,6 +247,8 @@ class Driver(Generic[S, E]):
         self._event: E | None = None
         self._start: S | None = None
         self._resumed = False
+        self._status = status
+        self._reported: dict[str, Any] | None = None
 
     def lists(self, state: S, event: E) -> bool:
         """Whether the table lists ``event`` in ``state`` (an ``ignore`` row included)."""
@@ -295,6 +317,25 @@ class Driver(Generic[S, E]):
         elif after not in targets:
             out.append(self.tables[before].check(before, event, after))  # type: ignore[arg-type]
         return out
+
+    def state_changed(self, **why: object) -> StateChanged:
+        """The machine's ``StateChanged``: its status, then ``why`` (what this report
+        adds, such as the state it left or its cause)."""
+        if self._status is None:
+            raise TypeError("this machine's driver was built without status=")
+        fields = self._status()
+        self._reported = fields
+        return StateChanged.of(**fields, **why)
+
+    def report_change(self, out: list[Effect]) -> None:
+        """Append the machine's ``StateChanged`` to ``out`` if its status differs from
+        the last one reported."""
+        if self._status is None:
+            raise TypeError("this machine's driver was built without status=")
+        fields = self._status()
+        if fields != self._reported:
+            self._reported = fields
+            out.append(StateChanged.of(**fields))
 
     def moved(self, new: S) -> Record | None:
         """Check a move to ``new`` against the event being handled (None outside a

@@ -257,7 +257,8 @@ def test_a_target_outside_the_table_is_an_invariant_row_not_an_exception() -> No
         return out
 
     # Gather on a join timeout may only stay in Gather.
-    m.fsm = Driver(TABLE, m, {**{a: m._act_mcast for a in Action}, Action.JOIN_TIMEOUT: force})
+    actions = {**{a: m._act_mcast for a in Action}, Action.JOIN_TIMEOUT: force}
+    m.fsm = Driver(TABLE, m, actions, status=m.status)
     out = m.fsm.step(Ev.JOIN_TIMEOUT, 1)
     inv = [e for e in out if type(e) is Record and e.kind == "invariant"]
     assert len(inv) == 1 and inv[0].fields["before"] == "Gather"

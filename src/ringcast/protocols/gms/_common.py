@@ -7,8 +7,9 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ringcast.core.effects import Effect, StateChanged
+from ringcast.core.effects import Effect
 from ringcast.core.events import Submit
+from ringcast.core.fsm import Driver
 from ringcast.protocols.gms import _messages as M
 from ringcast.protocols.gms._state import Ev, St
 from ringcast.protocols.gms._views import GView
@@ -145,6 +146,7 @@ class GmsFields:
     unaccounted: dict[str, int]
     viewless: dict[str, int]
     injected: GView | None
+    fsm: Driver[St, Ev]
 
     if TYPE_CHECKING:
         # The steps one sub-protocol takes of another's (each defined in its module).
@@ -172,5 +174,4 @@ class GmsFields:
         def _restart(
             self, members: list[str], out: list[Effect], *, why: str, merge: bool = False
         ) -> None: ...
-        def _status(self) -> StateChanged: ...
         def _suspect(self, node: str, out: list[Effect]) -> None: ...

@@ -17,7 +17,6 @@ from ringcast.core.effects import (
     Record,
     Send,
     SetTimer,
-    StateChanged,
 )
 from ringcast.core.ids import View
 from ringcast.protocols.gms import _messages as M
@@ -157,11 +156,7 @@ class InstallMixin(GmsFields):
             inst.committed = True
             out.append(CancelTimer(TIMER_OF[Ev.ACK_TIMER]))
             out.append(SetTimer(TIMER_OF[Ev.COMMIT_TIMER], self.commit_delay))
-            out.append(
-                StateChanged.of(
-                    **self._status().fields, phase="prepared", pending=inst.view.view_id
-                )
-            )
+            out.append(self.fsm.state_changed(phase="prepared", pending=inst.view.view_id))
             return
         self._commit_now(out)
 

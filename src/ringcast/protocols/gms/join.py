@@ -40,7 +40,7 @@ class JoinMixin(GmsFields):
             members = self.initial
             v = self.injected or GView(members[0], 1, members)
             self._install(v, out)
-        out.append(self._status())
+        out.append(self.fsm.state_changed())
 
     def _arm(self, out: list[Effect]) -> None:
         if self.timers_armed:

@@ -41,7 +41,6 @@ from ringcast.core.effects import (
     Record,
     Send,
     SetTimer,
-    StateChanged,
 )
 from ringcast.core.events import (
     Event,
@@ -200,6 +199,7 @@ class GmsMachine(JoinMixin, InstallMixin, DetectMixin, LeaveMixin, MergeMixin):
                 "leaver_prepare": self._leaver_prepare,
                 "leaver_suspect": self._leaver_suspect,
             },
+            status=self.status,
         )
 
     # ------------------------------------------------------------ dispatch
@@ -256,7 +256,7 @@ class GmsMachine(JoinMixin, InstallMixin, DetectMixin, LeaveMixin, MergeMixin):
             out = [Record.of("drop", src=src, reason=f"{ev}: {e}")]
         self.dropped += sum(1 for e in out if type(e) is Record and e.kind == "drop")
         if self.state is not before:
-            out.append(self._status())
+            out.append(self.fsm.state_changed())
         self._pace(out)
         return out
 
@@ -269,13 +269,14 @@ class GmsMachine(JoinMixin, InstallMixin, DetectMixin, LeaveMixin, MergeMixin):
             self.blocked = blocked
             out.append(Backpressure(blocked))
 
-    def _status(self) -> StateChanged:
-        return StateChanged.of(
-            role=self.state.value,
-            view=self.view.view_id if self.view else "",
-            mode=self.mode,
-            dropped=self.dropped,
-        )
+    def status(self) -> dict[str, Any]:
+        """The fields of the ``state`` trace row, written at each change of role."""
+        return {
+            "role": self.state.value,
+            "view": self.view.view_id if self.view else "",
+            "mode": self.mode,
+            "dropped": self.dropped,
+        }
 
     # ------------------------------------------------------------ data path
 

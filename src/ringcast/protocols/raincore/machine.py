@@ -136,6 +136,7 @@ class RaincoreMachine:
                 Action.STARVE: self._starve,
                 Action.CALL_911_AGAIN: self._call_911_again,
             },
+            status=self.status,
         )
         self.contacts = tuple(n for n in (ctx.members or ctx.peers) if n != ctx.node_id)
         self._contact = 0
@@ -796,15 +797,19 @@ class RaincoreMachine:
 
     # ------------------------------------------------------------------ trace and storage
 
+    def status(self) -> dict[str, Any]:
+        """The fields of the ``state`` trace row, written with its cause at the moments
+        :meth:`_record_state` is called."""
+        return {
+            "view_state": self.view_state.value,
+            "token_state": self.token_state.value,
+            "local_view": list(self.local_view),
+            "token_seq": self.last_token_seq,
+            "global_view_number": self.global_view_number,
+        }
+
     def _record_state(self, cause: str) -> StateChanged:
-        return StateChanged.of(
-            view_state=self.view_state.value,
-            token_state=self.token_state.value,
-            local_view=list(self.local_view),
-            token_seq=self.last_token_seq,
-            global_view_number=self.global_view_number,
-            cause=cause,
-        )
+        return self.fsm.state_changed(cause=cause)
 
     def snapshot(self) -> Snapshot:
         return Snapshot(

@@ -24,7 +24,6 @@ from ringcast.core.effects import (
     Record,
     Send,
     SetTimer,
-    StateChanged,
     install_view,
     leader_of_view,
 )
@@ -154,6 +153,7 @@ class TotemMachine:
                 Action.SILENCE_TIMEOUT: self._act_silence_timeout,
                 Action.FAIL_TO_RECV: self._act_fail_to_recv,
             },
+            status=self.status,
         )
 
     # ------------------------------------------------------------------ dispatch
@@ -165,8 +165,13 @@ class TotemMachine:
         bad = self.fsm.moved(new)
         if bad is not None:  # the machine's own bug: recorded, and it carries on
             out.append(bad)
-        out.append(StateChanged.of(state=new.value, prev=self.state.value, reason=reason))
-        self.state = new
+        prev, self.state = self.state, new
+        out.append(self.fsm.state_changed(prev=prev.value, reason=reason))
+
+    def status(self) -> dict[str, Any]:
+        """The field of the ``state`` trace row that is the machine's own: written, with
+        the state left and why, at every move (:meth:`_set_state`)."""
+        return {"state": self.state.value}
 
     def handle(self, event: Event, now: int) -> list[Effect]:
         out: Out = []
@@ -288,7 +293,7 @@ class TotemMachine:
         out.append(Persist(STORAGE_KEY, str(self.highest_seq).encode()))
         self.ring_id = RingId(self.highest_seq, self.node_id)
         self.log = RingLog(self.ring_id)
-        out.append(StateChanged.of(state=INITIAL.value, prev="", reason="start"))
+        out.append(self.fsm.state_changed(prev="", reason="start"))  # in INITIAL
         procs = {self.node_id}
         if not ctx.joining and self.node_id in ctx.members:
             procs |= set(ctx.members)

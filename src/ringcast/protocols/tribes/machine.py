@@ -38,7 +38,6 @@ from ringcast.core.effects import (
     Record,
     Send,
     SetTimer,
-    StateChanged,
 )
 from ringcast.core.events import (
     ORDERS,
@@ -194,8 +193,8 @@ class TribesMachine:
                 Action.TIMEOUT: self._coordMsgTimeout,
                 Action.STOP: self._stop,
             },
+            status=self.status,
         )
-        self._status: tuple[Any, ...] = ()
 
     # ------------------------------------------------------------------ queries
 
@@ -239,19 +238,18 @@ class TribesMachine:
             out = self.fsm.step(Ev.STOP, now)
         else:
             out = []
-        status = (self.state, self.view_id, self.leader, self.suggested_view_id, len(self.view))
-        if status != self._status:
-            self._status = status
-            out.append(
-                StateChanged.of(
-                    state=self.state.value,
-                    view=self.view_id or "",
-                    coordinator=self.leader or "",
-                    members=len(self.view),
-                    election=self.suggested_view_id or "",
-                )
-            )
+        self.fsm.report_change(out)
         return out
+
+    def status(self) -> dict[str, Any]:
+        """The fields of the ``state`` trace row, written when one of them changes."""
+        return {
+            "state": self.state.value,
+            "view": self.view_id or "",
+            "coordinator": self.leader or "",
+            "members": len(self.view),
+            "election": self.suggested_view_id or "",
+        }
 
     def _drop(self, src: NodeId, reason: str) -> list[Effect]:
         self._malformed += 1
