@@ -296,7 +296,8 @@ class ReliableUnicast:
         ):
             # No sender numbers its frames so: the frame was corrupted or forged.
             return [], [Record.of("drop", reason="implausible_rtdata", src=src)]
-        self._heard_of(src, frame.incarnation)
+        if frame.incarnation > self.peer_incarnation.get(src, 0):  # heard of a new boot
+            self.peer_incarnation[src] = frame.incarnation
         ib = self._in.get(src)
         if ib is not None and now - ib.heard >= self.forget_after:
             # Nothing new from src for forget_after: start afresh (module doc), but not
@@ -361,7 +362,8 @@ class ReliableUnicast:
         ob = self._out.get(src)
         if ob is None or ack.incarnation != self.incarnation or ack.next_seq > ob.next_seq:
             return [], []  # not for this incarnation, or acking what was never sent
-        self._heard_of(src, ack.acker_incarnation)
+        if ack.acker_incarnation > self.peer_incarnation.get(src, 0):  # heard of a new boot
+            self.peer_incarnation[src] = ack.acker_incarnation
         acked = [s for s in ob.unacked if s < ack.next_seq]
         if not acked:
             return [], []
@@ -384,10 +386,6 @@ class ReliableUnicast:
             effects.append(SetTimer(TIMER_PREFIX + src, self.rto))
         effects += self._release()
         return up, effects
-
-    def _heard_of(self, peer: NodeId, incarnation: int) -> None:
-        if incarnation > self.peer_incarnation.get(peer, 0):
-            self.peer_incarnation[peer] = incarnation
 
     def forget(self, dst: NodeId) -> None:
         """Drop everything queued to ``dst`` without reporting it (the upper layer gave up)."""

@@ -136,18 +136,28 @@ class Stack:
             return
         layer = self.layers[k]
         wanted = layer.down_types
+        below_is_host = self._to_host[k + 1]  # what leaves this layer goes straight out
         passing: list[Effect] = []
         for eff in effects:
             if type(eff) not in wanted:
                 passing.append(eff)
                 continue
             if passing:  # what came before goes down first
-                self._down(k + 1, passing, now, out)
+                if below_is_host:
+                    out.extend(passing)
+                else:
+                    self._down(k + 1, passing, now, out)
                 passing = []
             up, down = layer.down(eff, now)
             if down:
-                self._down(k + 1, down, now, out)
+                if below_is_host:
+                    out.extend(down)
+                else:
+                    self._down(k + 1, down, now, out)
             if up:
                 self._up(k - 1, up, now, out)
         if passing:
-            self._down(k + 1, passing, now, out)
+            if below_is_host:
+                out.extend(passing)
+            else:
+                self._down(k + 1, passing, now, out)
