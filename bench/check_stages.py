@@ -1,10 +1,11 @@
 """Where a check's fixed cost goes: the Spark jobs, stages and tasks of one check of
 every property, and the wall time of each property checked alone, on the same traces.
 
-    python bench/check_stages.py [PATH ...] [--master local[2]] [--repeat 2]
+    python bench/check_stages.py [PATH ...] [--protocol NAME] [--master local[2]] [--repeat 2]
 
 PATH: trace files or sweep outputs (default: five bundled scenarios simulated at seed 1
-into a temporary directory). Each check is timed warm (after one check of every
+into a temporary directory); ``--protocol`` names the protocol of traces that do not
+name it (a real cluster's JSON Lines segments). Each check is timed warm (after one check of every
 property), in one SparkSession; the counts come from Spark's status tracker (the jobs
 that started during the check) and count every stage a job lists, skipped or not.
 """
@@ -40,7 +41,7 @@ def simulate(out: Path) -> list[str]:
 
 
 def counted(
-    spark: Any, paths: list[str], properties: list[str] | None
+    spark: Any, paths: list[str], properties: list[str] | None, protocol: str | None = None
 ) -> tuple[float, int, int, int]:
     """Wall seconds, jobs, stages and tasks of one check (the jobs that were not there
     before it: the check's threads set no job group, so none is used to find them)."""
@@ -49,7 +50,7 @@ def counted(
     st = spark.sparkContext.statusTracker()
     before = set(st.getJobIdsForGroup())
     t0 = time.perf_counter()
-    check_paths(spark, paths, properties=properties)
+    check_paths(spark, paths, properties=properties, protocol=protocol)
     wall = time.perf_counter() - t0
     jobs = [st.getJobInfo(j) for j in set(st.getJobIdsForGroup()) - before]
     stages = [s for j in jobs if j for s in j.stageIds]
@@ -62,6 +63,7 @@ def main() -> None:
     ap.add_argument("paths", nargs="*")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--protocol", default=None)
     args = ap.parse_args()
     from ringcast.lab.properties import PROPERTIES
     from ringcast.lab.session import spark_session
@@ -70,13 +72,13 @@ def main() -> None:
         paths = args.paths or simulate(Path(tmp))
         spark = spark_session(master=args.master)
         print(f"traces: {', '.join(paths)}; master {args.master}", flush=True)
-        counted(spark, paths, None)  # warm the JVM
+        counted(spark, paths, None, args.protocol)  # warm the JVM
         print("properties | wall s | jobs | stages | tasks", flush=True)
         for _ in range(args.repeat):
-            wall, jobs, stages, tasks = counted(spark, paths, None)
+            wall, jobs, stages, tasks = counted(spark, paths, None, args.protocol)
             print(f"every property | {wall:.2f} | {jobs} | {stages} | {tasks}", flush=True)
         for name in PROPERTIES:
-            wall, jobs, stages, tasks = counted(spark, paths, [name])
+            wall, jobs, stages, tasks = counted(spark, paths, [name], args.protocol)
             print(f"{name} | {wall:.2f} | {jobs} | {stages} | {tasks}", flush=True)
         spark.stop()
     sys.exit(0)

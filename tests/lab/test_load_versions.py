@@ -66,3 +66,22 @@ def test_load_reads_version_1_traces_with_network_null(spark: Any, tmp_path: Pat
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
     df = load_traces(spark, [jsonl], protocol="raincore")
     assert df.count() == 5 and df.where("network is not null").count() == 0
+
+
+def test_many_json_lines_segments_load_as_one_relation(spark: Any, tmp_path: Path) -> None:
+    """A real cluster writes its trace in dozens of small JSON Lines segments; they load
+    as one DataFrame (each row once, in their order), not as a union of one a file,
+    which every query of a check would plan, and run a task for, file by file."""
+    res = Simulation(load_scenario(ROOT / "scenarios/raincore/fig13_crash.toml"), seed=1).run()
+    rows = res.table().to_pylist()
+    segments = tmp_path / "trace"
+    segments.mkdir()
+    per = max(1, len(rows) // 20)
+    for k in range(0, len(rows), per):
+        text = "".join(json.dumps(r) + "\n" for r in rows[k : k + per])
+        (segments / f"A.1.{k // per:05d}.jsonl").write_text(text)
+    assert len(list(segments.iterdir())) > 10
+    df = load_traces(spark, [segments], protocol="raincore")
+    assert df.rdd.getNumPartitions() <= spark.sparkContext.defaultParallelism
+    got = [(r.run, r.node, r.i) for r in df.select("run", "node", "i").collect()]
+    assert got == [(r["run"], r["node"], r["i"]) for r in rows]

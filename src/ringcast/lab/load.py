@@ -122,6 +122,7 @@ def load_traces(
     ``protocol``; else ``unknown``, which is held to the default claims. Raises ``LabError``
     naming the first missing, empty, unreadable or non-conforming input.
     """
+    import pyarrow as pa
     from pyspark.sql import functions as F
 
     frames = []
@@ -132,13 +133,19 @@ def load_traces(
                 reader = reader.option("mergeSchema", "true")
             df = reader.parquet(*(str(f.resolve()) for f, _ in group))
             frames.append(_with_extras(df, proto, F))
+        # JSON Lines (a real cluster's segments, often dozens of small files) are read
+        # here and become one DataFrame per protocol: a union of one small DataFrame a
+        # file would make every query of the check plan, and run a task for, each file.
+        jsonl: dict[str | None, list[pa.Table]] = {}
         for f in found.jsonl:
             try:
                 table = read_trace(f)
             except TraceSchemaError as e:
                 raise LabError(str(e)) from None
-            df = spark.createDataFrame(table.to_pandas())
-            frames.append(_with_extras(df, _summary_protocol(f) or protocol, F))
+            jsonl.setdefault(_summary_protocol(f) or protocol, []).append(table)
+        for proto, tables in jsonl.items():
+            df = spark.createDataFrame(pa.concat_tables(tables).to_pandas())
+            frames.append(_with_extras(df, proto, F))
     out = frames[0]
     for df in frames[1:]:
         out = out.unionByName(df)
