@@ -9,11 +9,13 @@ if TYPE_CHECKING:
 
 
 def hold_intervals(
-    events: DataFrame, starts: str, run_ends: DataFrame, *extra: Column
+    events: DataFrame, starts: str, run_ends: DataFrame, judged: DataFrame, *extra: Column
 ) -> DataFrame:
     """Per-node intervals from an event stream: each row whose boolean column ``starts``
-    is true opens an interval that the node's next other row closes (or the run's end,
-    ``tmax`` of ``run_ends``). Returns run, protocol, node, start, end and ``extra``.
+    is true opens an interval that the node's next other row closes, or else the node's
+    judged crash (``judged_t`` of ``judged``: a real cluster's node killed, whose trace
+    ends there), or else the run's end (``tmax`` of ``run_ends``). Returns run,
+    protocol, node, start, end and ``extra``.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -30,12 +32,13 @@ def hold_intervals(
         events.withColumn("_next_end", ends)
         .filter(starts)
         .join(F.broadcast(run_ends), "run")
+        .join(F.broadcast(judged), ["run", "node"], "left")
         .select(
             "run",
             "protocol",
             "node",
             F.col("t").alias("start"),
-            F.coalesce("_next_end", "tmax").alias("end"),
+            F.coalesce("_next_end", "judged_t", "tmax").alias("end"),
             *extra,
         )
     )

@@ -1,7 +1,8 @@
 """mutual_exclusion: lock holds of different nodes never overlap within a run.
 
 A hold runs from a ``lock`` row with ``detail.op`` = ``granted`` to the node's next
-``released`` row, its crash or leave, or the end of the run.
+``released`` row, its crash or leave (a real cluster's node killed is judged crashed
+where its trace ends), or the end of the run.
 
 Fencing (a grant's ``detail.fence``, a number that grows with every grant, as Chubby's
 sequencers): two overlapping holds whose fences are both non-zero and different are
@@ -41,7 +42,7 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
         )
     ).withColumn("granted", (F.col("kind") == "lock") & (op == "granted"))
     fence = F.coalesce(F.get_json_object("detail", "$.fence").cast("long"), F.lit(0))
-    holds = hold_intervals(ev, "granted", ctx.run_ends(), fence.alias("fence"))
+    holds = hold_intervals(ev, "granted", ctx.run_ends(), ctx.judged_frame(), fence.alias("fence"))
     over = overlaps(holds, ["run"], carry=("fence",))
     fenced = (F.col("fence") > 0) & (F.col("other_fence") > 0)
     bad = over.filter(~(fenced & (F.col("fence") != F.col("other_fence"))))

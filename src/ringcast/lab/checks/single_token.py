@@ -2,10 +2,10 @@
 
 Raincore's ``state`` rows carry ``detail.token_state``. A node is eating from a row
 with token state ``Eating`` (any case) and view state ``Agreement`` (or none recorded)
-until the first of: its next ``state`` row
-with another token state, its next ``token`` row whose ``detail.op`` is ``sent``,
-``returned`` or ``dropped`` (it passed the token on), its crash or leave, the end of
-the run. Two eating intervals of different nodes overlapping
+until the first of: its next ``state`` row with another token state, its next ``token``
+row whose ``detail.op`` is ``sent``, ``returned`` or ``dropped`` (it passed the token
+on), its crash or leave (a real cluster's node killed is judged crashed where its
+trace ends), the end of the run. Two eating intervals of different nodes overlapping
 in time are a violation when both nodes were in the same configuration when they
 started eating. Nodes in different configurations are in a token-loss period (one
 side lost the token or is cut off and regenerates its own, which is the protocol's
@@ -51,7 +51,7 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
         )
     )
     scope = F.coalesce(F.col("cur.view"), F.lit("")).alias("scope")
-    eating = hold_intervals(ev, "eating", ctx.run_ends(), scope)
+    eating = hold_intervals(ev, "eating", ctx.run_ends(), ctx.judged_frame(), scope)
     bad = overlaps(eating, ["run", "scope"])
     note = F.concat(
         F.col("node"),
