@@ -23,6 +23,7 @@ from ringcast.protocols.tribes import (
     TribesMachine,
     TribesSettings,
 )
+from ringcast.protocols.tribes._membership import PROBE_FAILURES
 from ringcast.protocols.tribes.machine import START_TIMER, WAIT_TIMER
 from ringcast.sim import Simulation, parse_scenario
 
@@ -37,6 +38,18 @@ def _machine(me: str = "B", **kw: Any) -> TribesMachine:
 
 def _cm(n: str, inc: int = 1) -> CoordMember:
     return CoordMember(n, 0, inc)
+
+
+def _silent(m: TribesMachine, now: int) -> list[Any]:
+    """The beacon timer at ``now``: each member silent for member_drop_time is
+    suspected and probed; its probes fail (PROBE_FAILURES in a row) and it is gone."""
+    out = m.handle(TimerFired("tribes:beacon"), now)
+    for k in range(PROBE_FAILURES):
+        probes = _sends(out, CoordAlive)
+        out = []
+        for p in probes:
+            out += m.handle(SendFailed(p.dst, p.msg), now + k + 1)
+    return out
 
 
 def _sends(out: list[Any], tp: type) -> list[Send]:
@@ -100,7 +113,10 @@ def test_an_unknown_member_is_probed_without_blocking_and_dropped_if_dead() -> N
     assert [s.dst for s in _sends(out, CoordRequest)] == ["D"]
     (probe,) = _sends(out, CoordAlive)
     assert probe.dst == "D" and "D" in m.membership
-    m.handle(SendFailed("D", probe.msg), 300 * MS)
+    out = m.handle(SendFailed("D", probe.msg), 300 * MS)
+    (again,) = _sends(out, CoordAlive)  # probed once more before it is let go
+    assert again.dst == "D" and "D" in m.membership
+    m.handle(SendFailed("D", again.msg), 400 * MS)
     assert "D" not in m.membership
 
 
@@ -108,7 +124,7 @@ def test_a_member_seen_gone_is_struck_and_reported_gone() -> None:
     m = _machine("B")
     _started(m, "A", "C")
     m.handle(Received("A", MemberBeacon(0, 0, 1)), 390 * MS)
-    m.handle(TimerFired("tribes:beacon"), 400 * MS)  # C silent since 1 ms: gone
+    _silent(m, 400 * MS)  # C silent since 1 ms, its probes failing: gone
     assert m.membership.names() == {"A"}
     tok = CoordRequest("A.1.1", "A", "A", (_cm("A"), _cm("B"), _cm("C")), ("A", "B", "C"))
     out = m.handle(Received("A", tok), 401 * MS)
@@ -211,8 +227,11 @@ def test_a_hearsay_member_is_probed_again_and_lost_when_cut_off() -> None:
     probes = _sends(out, CoordAlive)
     assert sorted(p.dst for p in probes) == ["A", "B"]
     assert _sends(m.handle(TimerFired("tribes:beacon"), 430 * MS), CoordAlive) == []
-    for p in probes:
-        out = m.handle(SendFailed(p.dst, p.msg), 480 * MS)
+    for _ in range(PROBE_FAILURES):
+        out = []
+        for p in probes:
+            out += m.handle(SendFailed(p.dst, p.msg), 480 * MS)
+        probes = _sends(out, CoordAlive)
     assert m.getView() == ("C",) and m.getCoordinator() == "C"
 
 
@@ -242,13 +261,14 @@ def test_a_node_partitioned_before_hearing_a_beacon_installs_a_view_of_itself() 
     assert added and all(d.get("hearsay") for d in added)
     views = [(r["t"], tuple(r["members"])) for r in res.events(kind="view") if r["node"] == "C"]
     assert views[-2][1] == ("A", "B", "C") and views[-2][0] < 631 * MS
-    assert views[-1][1] == ("C",) and views[-1][0] < 1100 * MS
+    # its probes of A and B fail twice each (member_drop_time, then two probes)
+    assert views[-1][1] == ("C",) and views[-1][0] < 1200 * MS
 
 
 def test_a_confirmed_view_vouches_for_a_member_this_node_saw_disappear() -> None:
     m = _machine("C")
     _started(m, "A", "B")
-    m.handle(TimerFired("tribes:beacon"), 400 * MS)  # A and B silent since 1 ms: gone
+    _silent(m, 400 * MS)  # A and B silent since 1 ms, their probes failing: gone
     assert m.getView() == ("C",) and m.membership.names() == set()
     # the partition heals; A's round went on without C hearing a beacon yet
     conf = CoordConf("A.1.5", "A:5", "A", (_cm("A"), _cm("B"), _cm("C")))
@@ -274,7 +294,7 @@ def test_a_confirmed_view_does_not_bring_back_an_older_incarnation() -> None:
     m = _machine("C")
     _started(m, "A", "B")
     m.handle(Received("B", MemberBeacon(0, 300, 2)), 200 * MS)  # B restarted: 1 is gone
-    m.handle(TimerFired("tribes:beacon"), 500 * MS)  # and B (2) falls silent: gone too
+    _silent(m, 500 * MS)  # and B (2) falls silent, its probes failing: gone too
     assert m.membership.departed["B"] == 2
     conf = CoordConf("A.1.5", "A:5", "A", (_cm("A"), _cm("B", 1), _cm("C")))
     m.handle(Received("A", conf), 510 * MS)
@@ -288,7 +308,7 @@ def test_the_node_a_token_comes_from_is_alive_even_if_seen_gone() -> None:
     # hostile seed 832).
     m = _machine("B")
     _started(m, "A", "C")
-    m.handle(TimerFired("tribes:beacon"), 400 * MS)
+    _silent(m, 400 * MS)
     assert m.membership.names() == set()
     tok = CoordRequest("A.1.3", "A", "A", (_cm("A"), _cm("B"), _cm("C")), ("A", "B", "C"))
     out = m.handle(Received("A", tok), 401 * MS)

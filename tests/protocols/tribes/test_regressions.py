@@ -9,7 +9,9 @@ import pytest
 
 from ringcast.core.effects import Effect, Send
 from ringcast.core.events import Submit
+from ringcast.core.units import MS
 from ringcast.lab import reference as checks
+from ringcast.lab.liveness import convergence
 from ringcast.protocols.tribes import AppData, TribesMachine
 
 from .harness import run
@@ -68,4 +70,20 @@ def test_the_reliable_layer_alone_keeps_a_restarted_receiver_from_delivering_aga
         r["kind"] == "send_failed" and r["detail"].get("reason") == "receiver_restarted"
         for r in rows
     )
+    assert checks.tribes_check_all(rows) == []
+
+
+def test_a_member_behind_a_lossy_link_is_suspected_not_dropped() -> None:
+    """regress_false_drop_lossy_link (hostile seed 293): A and C are the live members
+    after A's restart at 1.66 s, and the link from A to C loses 79 %. C misses five of
+    A's beacons in a row now and then; it suspects A and probes it, and A's next beacon
+    clears the suspicion: no member is dropped after the last fault, and A and C are
+    one view within 10 member_drop_times of it (before: C dropped A and took it back
+    over and over, and the two were never in one view for the 3 s of quiet)."""
+    last_fault = 1661 * MS
+    rows = run("regress_false_drop_lossy_link", seed=293).events()
+    coord = [r for r in rows if r["kind"] == "coord" and r["t"] > last_fault + 300 * MS]
+    assert [r for r in coord if r["detail"].get("op") == "memberDisappeared"] == []
+    assert any(r["detail"].get("op") == "suspect" for r in coord)
+    assert convergence(rows, {"A", "C"}, 250 * MS, end=4661 * MS) == []
     assert checks.tribes_check_all(rows) == []

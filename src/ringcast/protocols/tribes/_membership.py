@@ -32,6 +32,11 @@ from ringcast.core.ids import NodeId
 from ringcast.protocols.tribes import _order
 from ringcast.protocols.tribes._messages import CoordMember, MemberBeacon
 
+PROBE_FAILURES = 2
+"""Failed ``COORD_ALIVE`` probes in a row that make a suspected or hearsay member gone:
+one probe (``max_tries`` transmissions) over a link losing 80 % one way fails about one
+time in three, two in a row one time in nine."""
+
 
 @dataclass(slots=True)
 class Member:
@@ -42,6 +47,8 @@ class Member:
     """Time of the last beacon, or None for a hearsay member."""
     probed: int = 0
     """A hearsay member: when it was learnt or last probed with ``COORD_ALIVE``."""
+    failed: int = 0
+    """Probes of it that failed in a row since it was last heard directly."""
 
     @property
     def direct(self) -> bool:
@@ -95,7 +102,7 @@ class Membership:
             return gone, added  # a beacon overtaken by its sender's shutdown
         m = self.members.get(src)
         if m is not None and m.incarnation == b.incarnation:
-            m.heard = now
+            m.heard, m.failed = now, 0  # a suspect heard again is direct again
             m.priority = b.priority
             return gone, added
         if m is not None:
@@ -127,15 +134,33 @@ class Membership:
         self.remove(src, now)
         return True
 
-    def expire(self, now: int) -> list[NodeId]:
-        """Direct members silent for ``drop_time``: memberDisappeared."""
+    def expire(self, now: int) -> list[CoordMember]:
+        """Direct members silent for ``drop_time``: suspected, not yet gone. As Tomcat's
+        ``TcpFailureDetector`` checks a member McastService reports disappeared with a
+        connection of its own before it lets it go, each becomes hearsay (still a
+        member) and is to be probed now; it is gone when its probes fail
+        (:meth:`probe_failed`), and direct again at its next beacon."""
         out = []
         for node in sorted(self.members):
             m = self.members[node]
             if m.heard is not None and now - m.heard >= self.drop_time:
-                out.append(node)
-                self.remove(node, now)
+                m.heard, m.probed, m.failed = None, now, 0
+                out.append(m.wire())
         return out
+
+    def probe_failed(self, node: NodeId, incarnation: int, now: int) -> bool:
+        """A ``COORD_ALIVE`` to hearsay ``node`` failed on delivery: True when it is gone
+        (:data:`PROBE_FAILURES` in a row; it is removed), False when it is to be probed
+        again now."""
+        m = self.members.get(node)
+        if m is None or m.direct or m.incarnation > incarnation:
+            return False
+        m.failed += 1
+        m.probed = now
+        if m.failed < PROBE_FAILURES:
+            return False
+        self.remove(node, now)
+        return True
 
     def remove(self, node: NodeId, now: int) -> None:
         m = self.members.pop(node, None)

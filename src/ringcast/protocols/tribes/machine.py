@@ -314,8 +314,8 @@ class TribesMachine:
                 Multicast(self._beacon()),
                 SetTimer(BEACON_TIMER, self.settings.heartbeat_interval),
             ]
-            for n in self.membership.expire(now):
-                out += self.fsm.step(Ev.MEMBER_DISAPPEARED, now, n)
+            for cm in self.membership.expire(now):  # suspected: probed before it goes
+                out += [Record.of("coord", op="suspect", node=cm.node), _probe(cm)]
             # Decision: a hearsay member is probed again every member_drop_time, so a
             # node cut off from it (no beacon, token or view reaches it) still loses it.
             out += map(_probe, self.membership.probes_due(now))
@@ -356,12 +356,12 @@ class TribesMachine:
         if type(msg) is CoordAlive:
             # Decision: the non-blocking alive(): the probe of a hearsay member failed.
             m = self.membership.members.get(event.dst)
-            if m is not None and not m.direct and m.incarnation <= msg.incarnation:
-                self.membership.remove(event.dst, now)
-                out: list[Effect] = [Record.of("coord", op="probe_failed", node=event.dst)]
-                if event.dst in _names(self.view):
-                    out += self.fsm.step(Ev.MEMBER_DISAPPEARED, now, event.dst)
-                return out
+            if m is None or m.direct or m.incarnation > msg.incarnation:
+                return []
+            out: list[Effect] = [Record.of("coord", op="probe_failed", node=event.dst)]
+            if not self.membership.probe_failed(event.dst, msg.incarnation, now):
+                return [*out, _probe(m.wire())]  # once more before it is let go
+            return out + self.fsm.step(Ev.MEMBER_DISAPPEARED, now, event.dst)
         return []
 
     # ------------------------------------------------------------------ application
