@@ -87,3 +87,15 @@ def test_a_member_behind_a_lossy_link_is_suspected_not_dropped() -> None:
     assert any(r["detail"].get("op") == "suspect" for r in coord)
     assert convergence(rows, {"A", "C"}, 250 * MS, end=4661 * MS) == []
     assert checks.tribes_check_all(rows) == []
+
+
+def test_an_election_token_lost_behind_a_lossy_link_is_sent_again() -> None:
+    """regress_token_resent_lossy_link (hostile seed 4333): A and B are the live members
+    after C's crash at 4.34 s, and the link from A to B loses 79 %. A token whose send
+    fails is sent once more before its destination is struck, and A and B are one view
+    within 10 member_drop_times of the last fault (before: each failed send struck the
+    other member, and both installed views of themselves alone again and again)."""
+    rows = run("regress_token_resent_lossy_link", seed=4333).events()
+    assert convergence(rows, {"A", "B"}, 250 * MS, end=7342 * MS) == []
+    assert any(r["kind"] == "coord" and r["detail"].get("op") == "resend" for r in rows)
+    assert checks.tribes_check_all(rows) == []

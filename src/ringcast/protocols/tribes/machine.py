@@ -178,6 +178,9 @@ class TribesMachine:
         self.my_conf: CoordConf | None = None
         self.reconfirmed: dict[NodeId, int] = {}
         self._malformed = 0
+        # The token (its election id) and the member it was sent to again after its
+        # first failure-on-delivery (decision 24).
+        self.resent: tuple[str, NodeId] | None = None
         self.fsm = Driver(
             TABLE,
             self,
@@ -681,9 +684,17 @@ class TribesMachine:
     def _sendElectionMsgToNextInline(
         self, now: int, tok: CoordRequest, dst: NodeId
     ) -> list[Effect]:
-        """Failure-on-delivery of the token to ``dst``: it is struck from the token (and
-        from the membership if only hearsay) and the token goes to the next in line."""
+        """Failure-on-delivery of the token to ``dst``: it is sent once more (decision
+        24); if that fails too, ``dst`` is struck from the token (and from the membership
+        if only hearsay) and the token goes to the next in line."""
         self._leave_starting()
+        if self.resent != (tok.id, dst):
+            self.resent = (tok.id, dst)
+            self.outbound = (tok, dst)
+            return [
+                Record.of("coord", op="resend", election=tok.id, node=dst),
+                Send(dst, tok, reliable=True),
+            ]
         m = self.membership.members.get(dst)
         if m is not None and not m.direct:
             self.membership.remove(dst, now)
