@@ -181,6 +181,8 @@ class TribesMachine:
         # The token (its election id) and the member it was sent to again after its
         # first failure-on-delivery (decision 24).
         self.resent: tuple[str, NodeId] | None = None
+        # The members this node's current confirmation was sent again to (decision 25).
+        self.conf_resent: set[tuple[str, NodeId]] = set()
         self.fsm = Driver(
             TABLE,
             self,
@@ -355,6 +357,23 @@ class TribesMachine:
         if type(msg) is CoordRequest:
             if self.outbound is not None and self.outbound[0] is msg:
                 return self.fsm.step(Ev.SEND_FAILED, now, msg, event.dst)
+            return []
+        if type(msg) is CoordConf:
+            # Decision 25: the confirmation of this node's current view, lost on the way
+            # to a member of it, is sent once more (a second failure is left to the
+            # member's beacon, decision 18).
+            conf = self.my_conf
+            if (
+                conf is not None
+                and msg is conf
+                and conf.view_id == self.view_id
+                and (conf.view_id, event.dst) not in self.conf_resent
+            ):
+                self.conf_resent.add((conf.view_id, event.dst))
+                return [
+                    Record.of("coord", op="resend_conf", node=event.dst, view=conf.view_id),
+                    Send(event.dst, conf, reliable=True),
+                ]
             return []
         if type(msg) is CoordAlive:
             # Decision: the non-blocking alive(): the probe of a hearsay member failed.
@@ -590,7 +609,7 @@ class TribesMachine:
         self.views_confirmed += 1
         view_id = f"{self.node_id}:{self.views_confirmed}"
         conf = CoordConf(tok.id, view_id, self.node_id, tok.members)
-        self.my_conf, self.reconfirmed = conf, {}
+        self.my_conf, self.reconfirmed, self.conf_resent = conf, {}, set()
         out: list[Effect] = [
             Persist(VIEWS_KEY, str(self.views_confirmed).encode()),
             Record.of("coord", op="conf", election=tok.id, members=list(_names(tok.members))),
