@@ -103,7 +103,7 @@ SETTINGS = {
     ),
     "token_confirmations": Setting(
         "int",
-        0,
+        1,
         "times a token hop whose transmissions all went unanswered is sent once more to "
         "the same next node, with the transport's whole budget again, before that node "
         "is cut from the ring (real processes: 1; decision 37)",

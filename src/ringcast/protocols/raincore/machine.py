@@ -96,7 +96,7 @@ class RaincoreSettings:
     max_token_bytes: int = 48 * 1024
     max_pending: int = 512
     busy_eating_timeout: int = 1_000_000
-    token_confirmations: int = 0
+    token_confirmations: int = 1
 
     @classmethod
     def from_mapping(cls, s: dict[str, Any]) -> RaincoreSettings:
@@ -111,7 +111,7 @@ class RaincoreSettings:
             max_token_bytes=int(s["max_token_bytes"]),
             max_pending=int(s["max_pending"]),
             busy_eating_timeout=int(s["busy_eating_timeout"]),
-            token_confirmations=int(s.get("token_confirmations", 0)),
+            token_confirmations=int(s.get("token_confirmations", 1)),
         )
 
 
