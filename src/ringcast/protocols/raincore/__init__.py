@@ -106,9 +106,8 @@ SETTINGS = {
         1,
         "times a token hop whose transmissions all went unanswered is sent once more to "
         "the same next node, with the transport's whole budget again, before that node "
-        "is cut from the ring (real processes: 1; decision 37)",
+        "is cut from the ring (decision 37)",
         minimum=0,
-        live_default=1,
     ),
     "primary_component": Setting(
         "bool",

@@ -86,17 +86,20 @@ is made from, so any stale copy of the lost token loses every comparison with it
 
 @dataclass(frozen=True, slots=True)
 class RaincoreSettings:
+    """The settings resolved from the registration's (``SETTINGS``, where each default
+    is declared) into the types the machine uses."""
+
     eating_timeout: int
     hungry_timeout: int
     starving_timeout: int
-    initial_token_seq: int = 1
-    lock_max_hold: int = 50_000_000
-    max_token_messages: int = 64
-    primary_component: bool = True
-    max_token_bytes: int = 48 * 1024
-    max_pending: int = 512
-    busy_eating_timeout: int = 1_000_000
-    token_confirmations: int = 1
+    initial_token_seq: int
+    lock_max_hold: int
+    max_token_messages: int
+    primary_component: bool
+    max_token_bytes: int
+    max_pending: int
+    busy_eating_timeout: int
+    token_confirmations: int
 
     @classmethod
     def from_mapping(cls, s: dict[str, Any]) -> RaincoreSettings:
@@ -111,7 +114,7 @@ class RaincoreSettings:
             max_token_bytes=int(s["max_token_bytes"]),
             max_pending=int(s["max_pending"]),
             busy_eating_timeout=int(s["busy_eating_timeout"]),
-            token_confirmations=int(s.get("token_confirmations", 1)),
+            token_confirmations=int(s["token_confirmations"]),
         )
 
 
