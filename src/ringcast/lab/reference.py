@@ -547,7 +547,8 @@ def merge_atomicity(rows: list[Row]) -> list[str]:
     * partial: just before the view's first installation (the earliest ``t``), the
       network is whole (no partition, or the last one healed) and a node outside the
       view is alive (its last crash/restart/join/leave/pause/resume, if any, was not
-      a crash, leave or pause) and in one of the views being merged;
+      a crash, leave or pause, nor a resume less than ``HEAL_GRACE`` before) and in
+      one of the views being merged;
     * partial after a heal: the same, the network whole by a heal at ``th`` at least
       ``HEAL_GRACE`` before and the view taking members of two or more sides of the
       healed partition, for a node outside
@@ -655,6 +656,9 @@ def merge_atomicity(rows: list[Row]) -> list[str]:
             if p is None:
                 continue
             if p in sources[v]:
+                lt = last_life(m, tf)
+                if before(life[m], tf) == "resume" and lt is not None and tf - lt < HEAL_GRACE:
+                    continue  # resumed after the merge was decided without it
                 bad.append(
                     f"partial merge: {n} installed {v} {list(members[v])} at {tf / 1e6:.1f} ms "
                     f"without {m}, alive and still in {p}, which it merges"

@@ -25,7 +25,10 @@ It fails a run in which
 
 * **partial**: just before a merge's first installation the network is whole and a
   node outside the merge is alive and still in one of the merged sources (the merge
-  left part of a subgroup behind);
+  left part of a subgroup behind), unless its last life action is a resume less than
+  :data:`HEAL_GRACE` before: a merge restarted without a member that never
+  acknowledged it (paused) was decided while it was stopped, on the group as it was,
+  as a merge installed within :data:`HEAL_GRACE` of a heal may have been;
 * **partial after a heal**: just before a merge's first installation, at least
   :data:`HEAL_GRACE` after the heal that made the network whole, the merge takes
   members of two or more sides of the healed partition, and a node outside it that
@@ -251,9 +254,13 @@ def _partial(ctx: CheckContext, protocols: frozenset[str], found: DataFrame) -> 
         "coalesce(array_max(transform(healed, (g, k) -> if(array_contains(g, {0}), k + 1, 0))), 0)"
     )
     sides = "size(array_distinct(transform(vm, x -> " + side.format("x") + ")))"
-    in_source = F.array_contains("sources", F.col("conf.v"))
+    source = F.array_contains("sources", F.col("conf.v"))
+    resumed = F.coalesce(
+        (F.col("life") == "resume") & (F.col("tp") - F.col("lt") < HEAL_GRACE), F.lit(False)
+    )
+    in_source = source & ~resumed
     after_heal = (
-        ~in_source
+        ~source
         & F.col("healed").isNotNull()
         & (F.col("tp") - F.col("th") >= HEAL_GRACE)
         & (F.expr(sides) >= 2)
