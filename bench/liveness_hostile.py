@@ -51,9 +51,14 @@ run stops, whatever happened before), for the before/after table."""
 SAFETY = ("merge_atomicity", "safety")
 
 
-def one(protocol: str, seed: int, bound: float, safety: bool = False) -> dict[str, Any]:
+def one(
+    protocol: str, seed: int, bound: float, safety: bool = False, timeout: int | None = None
+) -> dict[str, Any]:
+    """One run; ``timeout`` (ns), when given, replaces the family's failure-detection
+    timeout as the generator's scale and the bound's unit (to compare two versions whose
+    defaults differ on the same terms)."""
     spec = registry.get(protocol)
-    timeout = spec.timeout_ns({})
+    timeout = timeout or spec.timeout_ns({})
     assert timeout is not None, f"{protocol} exposes no failure-detection timeout"
     run = hostile_scenario(seed, protocol, token_timeout=timeout)
     rows = Simulation(run.scenario, seed=seed).run().events()
@@ -101,6 +106,11 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--jsonl", type=Path, help="one line a run that misses something")
     ap.add_argument("--safety", action="store_true", help="merge_atomicity and safety too")
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        help="ms: the generator's scale and the bound's unit instead of the family's timeout",
+    )
     a = ap.parse_args()
     seeds = parse_seeds(a.seeds)
     out = a.jsonl.open("w") if a.jsonl else None
@@ -111,7 +121,16 @@ def main() -> int:
             props = PROPS + SAFETY if a.safety else PROPS
             missed: dict[str, list[int]] = {p: [] for p in props}
             n = len(seeds)
-            runs = pool.map(one, [protocol] * n, seeds, [a.bound] * n, [a.safety] * n, chunksize=4)
+            timeout = int(a.timeout * 1_000_000) if a.timeout else None
+            runs = pool.map(
+                one,
+                [protocol] * n,
+                seeds,
+                [a.bound] * n,
+                [a.safety] * n,
+                [timeout] * n,
+                chunksize=4,
+            )
             for k, r in enumerate(runs, start=1):
                 for p in r["missed"]:
                     missed[p].append(r["seed"])

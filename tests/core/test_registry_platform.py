@@ -55,10 +55,16 @@ def test_every_builtin_family_names_its_failure_detection_timeout() -> None:
         == registry.get("raincore").settings["hungry_timeout"].default
     )
     assert registry.get("tribes").timeout_ns({"member_drop_time": "300ms"}) == 300_000_000
-    # GMS has no single setting: heartbeat period x missed heartbeats
+    # GMS has no single setting: heartbeat period x missed heartbeats, plus the probe's wait
     gms = registry.get("gms")
-    assert gms.timeout_ns() == 50_000_000 * 4
-    assert gms.timeout_ns({"heartbeat_interval": "10ms", "heartbeat_misses": 3}) == 30_000_000
+    assert gms.timeout_ns() == 50_000_000 * 4 + 150_000_000
+    assert gms.timeout_ns({"heartbeat_interval": "10ms", "heartbeat_misses": 3}) == 180_000_000
+    assert (
+        gms.timeout_ns(
+            {"heartbeat_interval": "10ms", "heartbeat_misses": 3, "suspect_verify_timeout": 0}
+        )
+        == 30_000_000
+    )
     for name in registry.installed_names():  # not what other tests registered by hand
         if name != "basic":
             assert registry.get(name).timeout_ns() is not None, name

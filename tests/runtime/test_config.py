@@ -38,7 +38,7 @@ def test_good_config(tmp_path: Path) -> None:
     assert cfg.name == "demo" and cfg.protocol == "basic"
     assert cfg.settings["heartbeat_interval"] == 20_000_000
     assert cfg.settings["max_tries"] == 5  # default filled in
-    # a real process confirms a suspicion by a direct probe; a simulated one need not
+    # a suspicion is confirmed by a direct probe by default; a cluster file may turn it off
     assert cfg.settings["suspect_verify_timeout"] == 150_000_000
     assert (
         load_config(

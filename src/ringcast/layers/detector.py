@@ -201,11 +201,10 @@ SETTINGS: dict[str, Setting] = {
     ),
     "suspect_verify_timeout": Setting(
         "duration",
-        0,
+        150 * MS,
         "a peer silent for the detection time is probed directly and suspected only if "
-        "still silent this much later (0: suspected at once; real processes: 150ms)",
+        "still silent this much later (0: suspected at once)",
         minimum=0,
-        live_default=150 * MS,
     ),
 }
 """The detector's settings, declared once for every protocol that stacks it (basic,
@@ -219,5 +218,5 @@ def suspicion_time(settings: Mapping[str, Any]) -> int:
     unit stays this, as Totem's stays ``token_timeout`` (docs/protocols/gms.md, "Failure
     detection that scales with the group")."""
     return int(settings["heartbeat_interval"]) * int(settings["heartbeat_misses"]) + int(
-        settings.get("suspect_verify_timeout", 0)
+        settings["suspect_verify_timeout"]
     )

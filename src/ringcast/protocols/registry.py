@@ -22,17 +22,13 @@ SETTING_KINDS = ("duration", "int", "float", "bool", "str")
 
 @dataclass(frozen=True)
 class Setting:
-    """One protocol setting. ``duration`` values are integer nanoseconds once parsed.
-
-    ``live_default``, when not None, is the default on real processes (a cluster file
-    the runtime reads) where it differs from the simulator's: a real process can be
-    kept off the CPU, a simulated one only by a scenario's pause."""
+    """One protocol setting. ``duration`` values are integer nanoseconds once parsed. Its
+    default is the same in the simulator and on real processes."""
 
     kind: str
     default: Any
     doc: str = ""
     minimum: float | None = None
-    live_default: Any = None
 
     def __post_init__(self) -> None:
         if self.kind not in SETTING_KINDS:
@@ -142,15 +138,9 @@ class ProtocolSpec:
         """Every trace kind this protocol's runs can hold."""
         return (*HOST_KINDS, *(k for k in self.trace_kinds if k not in HOST_KINDS))
 
-    def resolve_settings(
-        self, given: Mapping[str, Any], where: str = "settings", *, live: bool = False
-    ) -> dict[str, Any]:
-        """Defaults overlaid with ``given``; raise ``ValueError`` naming a bad or unknown key.
-        ``live``: the defaults of real processes (:attr:`Setting.live_default`)."""
-        out = {
-            k: s.live_default if live and s.live_default is not None else s.default
-            for k, s in self.settings.items()
-        }
+    def resolve_settings(self, given: Mapping[str, Any], where: str = "settings") -> dict[str, Any]:
+        """Defaults overlaid with ``given``; raise ``ValueError`` naming a bad or unknown key."""
+        out = {k: s.default for k, s in self.settings.items()}
         for key, raw in given.items():
             spec = self.settings.get(key)
             if spec is None:

@@ -273,7 +273,7 @@ def parse_config(raw: Mapping[str, Any], *, base: Path, source: str = "<config>"
     except ValueError as e:
         raise ConfigError(f"{w}.protocol: {e}") from None
     try:
-        settings = spec.resolve_settings(doc.settings, f"{src}: settings", live=True)
+        settings = spec.resolve_settings(doc.settings, f"{src}: settings")
     except ValueError as e:
         raise ConfigError(str(e)) from None
     try:

@@ -238,3 +238,35 @@ def test_members_of_a_view_already_heard_of_do_not_hold_a_merge_back() -> None:
     assert merge["node"] == "B"
     assert merge["t"] - heal < 5 * T
     assert _converges(rows, set("BCDEFGH")) == []
+
+
+def test_a_merge_cancelled_as_stale_asks_for_the_view_the_answer_named() -> None:
+    """A's INFO of B says B:1; B answers A's merge from C:5 (it moved on, and its INFO
+    saying so was lost): the merge is cancelled as stale, and the answer is taken as B's
+    INFO, so the next attempt expects C:5 and merges it (hostile seed 2013: the stale
+    INFO, the last heard from behind a link losing 80 %, had every attempt cancelled
+    again for seconds)."""
+    from ringcast.core.events import Received
+    from ringcast.protocols.gms import _messages as M
+
+    a = _gms("A", "A", "ABC")
+    a.handle(Received("B", M.MergeInfo("B:1", "B")), 10_000_000)
+
+    def next_merge(t: int) -> int:
+        while a.merge is None:
+            t += a.merge_interval // 2
+            a.handle(TimerFired("gms:merge"), t)
+        return t
+
+    t = next_merge(10_000_000)
+    assert a.merge is not None and a.merge.expected == {"B": "B:1"}
+    out = a.handle(Received("B", M.MergeRsp(a.merge.merge_id, "C:5", ("C", "B"))), t + 1_000)
+    assert a.merge is None
+    assert [r.fields["reason"] for r in out if type(r).__name__ == "Record"] == [
+        "stale: B is in C:5, its INFO said B:1"
+    ]
+    assert a.info["B"][1:] == ("C:5", "C")
+    t = next_merge(t + 1_000)
+    assert a.merge.expected == {"B": "C:5"}
+    out = a.handle(Received("B", M.MergeRsp(a.merge.merge_id, "C:5", ("C", "B"))), t + 1_000)
+    assert [m.view_id for _, m in _sent(out, M.PrepareView)][:1] == ["A:6"]

@@ -21,10 +21,10 @@ a node that restarted) is refused by the reliable layer and reported to the send
 
 The failure-detection timeout the lab's hostile generator scales its faults by is
 ``heartbeat_interval`` x ``heartbeat_misses`` (200 ms by default), as GMS's, plus
-``suspect_verify_timeout``: on real processes (150 ms there, 0 in the simulator) a
-silent peer is probed directly and suspected only if still silent that much later, so
-a node stopped or kept off the CPU for up to about 350 ms is not dropped from the view
-(docs/protocols/gms.md, "Suspicions confirmed before they count").
+``suspect_verify_timeout`` (150 ms): a silent peer is probed directly and suspected
+only if still silent that much later, so a node stopped or kept off the CPU for up to
+about 350 ms, or heard behind a link that loses most heartbeats, is not dropped from
+the view (docs/protocols/gms.md, "Suspicions confirmed before they count").
 
 Failure detection in a large group (found by ``sweeps/scale.toml``).
 basic's membership is each node's own detector, which watches every other node: a group

@@ -57,6 +57,14 @@ SPEC = register(
             "merge_interval": Setting(
                 "duration", 500 * MS, "MERGE3 INFO period and merge check (discovery)", minimum=1
             ),
+            "direct_info": Setting(
+                "bool",
+                True,
+                "a coordinator sends its INFO straight to each node outside its view that "
+                "it hears alive and whose INFO it lacks, and to a smaller coordinator it "
+                "defers to, every suspect_interval (false: MERGE3's INFO every "
+                "merge_interval only)",
+            ),
             "stable_interval": Setting("duration", 100 * MS, "STABLE digest period", minimum=1),
             "window": Setting(
                 "int",

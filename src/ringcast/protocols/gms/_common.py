@@ -106,6 +106,7 @@ class GmsFields:
     merge_interval: int
     stable_interval: int
     commit_delay: int
+    direct_info: bool
     rng: random.Random
     boot: int
     max_counter: int

@@ -72,7 +72,37 @@ class DetectMixin(GmsFields):
         out: list[Effect] = []
         out.append(SetTimer(TIMER_OF[Ev.FD_TIMER], self.suspect_interval))
         self._fd_announce(out, repeat=True)
+        if self.direct_info and self.state is St.COORDINATOR:
+            self._ask_info(out)
         return out
+
+    def _ask_info(self, out: list[Effect]) -> None:
+        """A coordinator asks every node outside its view that the failure detector
+        hears alive, and whose INFO it has not heard since, for its view: it sends its
+        own INFO to it, which a node of another view answers at once. MERGE3's INFO
+        comes every ``merge_interval``, and behind a link losing 75 % it is heard once
+        in two seconds; asked every ``suspect_interval``, the two sides of a split
+        learn of each other's views in a few hundred milliseconds."""
+        view = self.view
+        assert view is not None
+        ask = set()
+        for n in set(self.peers) - set(view.members) - self.local_suspects:
+            since = self.revived.get(n, 0)
+            e = self.info.get(n)
+            if n == self.node_id or (e is not None and e[0] >= since):
+                continue
+            if self.viewless.get(n, -1) >= since:
+                continue  # joining: it has no view to report, its JOIN brings it in
+            ask.add(n)
+        # A coordinator that defers to a smaller one (it leads the merge) tells it of
+        # this view, which it may not have heard (hostile seed 3007: B, restarted alone,
+        # heard A's INFO and deferred to it; A, behind a link losing 84 % from B, heard
+        # none of B's for four seconds).
+        for n, e in self.info.items():
+            if n not in view and e[2] == n and e[1] != view.view_id and n < self.node_id:
+                ask.add(n)
+        for n in sorted(ask - self.local_suspects):
+            out.append(Send(n, M.MergeInfo(view.view_id, view.members[0])))
 
     def _on_suspect(self, now: int, src: str, msg: M.Suspect) -> list[Effect]:
         out: list[Effect] = []

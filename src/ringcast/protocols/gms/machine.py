@@ -92,6 +92,7 @@ class GmsMachine(JoinMixin, InstallMixin, DetectMixin, LeaveMixin, MergeMixin):
         self.merge_interval = int(s["merge_interval"])
         self.stable_interval = int(s["stable_interval"])
         self.commit_delay = int(s.get("commit_delay", 0))
+        self.direct_info = bool(s["direct_info"])
         self.rng = random.Random(ctx.seed)
         self.boot = int(ctx.storage.get(BOOTS_KEY, b"0")) + 1
         self.max_counter = int(ctx.storage.get(COUNTER_KEY, b"0"))

@@ -53,6 +53,14 @@ class MergeMixin(GmsFields):
         ):
             self.foreign_changed = self.now
         self.info[src] = (self.now, msg.view_id, msg.coord)
+        mg = self.merge
+        if mg is not None and view is not None and src not in view:
+            # Heard while a merge is under way (after a heal, a side the leader could
+            # not hear when it started): counted as the answers' INFO is, so a view the
+            # merge does not take yet is asked in its next wave rather than left to a
+            # merge of its own after this one (hostile seed 7197: A's merge of C, asked
+            # during a three-way partition and answered after the heal, left B out).
+            mg.heard.setdefault(src, (msg.view_id, msg.coord))
         if (
             view is not None
             and msg.answer is not True
@@ -322,6 +330,10 @@ class MergeMixin(GmsFields):
                 f"stale: {src} is in {v.view_id}, its INFO said {mg.expected[src]}", out
             )
             self.foreign_changed = self.now
+            # The answer is the newest word of its view: taken as its INFO, so the next
+            # attempt asks for that view, where the stale INFO (behind a lossy link, it
+            # may be the last heard for seconds) had the next one cancelled again.
+            self.info[src] = (self.now, v.view_id, v.members[0] if v.members else src)
             return out
         mg.waiting.discard(src)
         mg.views[src] = v
