@@ -25,6 +25,11 @@ REGRESSIONS = {
     "regress_911_universe": "convergence",
     "regress_chaos_messages_lost": "delivery_progress",
     "regress_no_token_to_copy": "delivery_progress",
+    # the lossy hop's two: the loss goes on to the end, so a short relapse is allowed;
+    # the lab's convergence (no unsettled period longer than the bound) holds them, in
+    # test_hostile_lossy_hop.py
+    "regress_lossy_hop_two_nodes": "convergence (the lab's)",
+    "regress_lossy_hop_ring": "delivery_progress",
 }
 
 
