@@ -78,7 +78,7 @@ from ringcast.protocols.gms.nakack import Nakack
 
 class GmsMachine(JoinMixin, InstallMixin, DetectMixin, LeaveMixin, MergeMixin):
     def __init__(self, ctx: MachineContext, s: dict[str, Any]):
-        mode = s.get("view_install", "two_phase")
+        mode = s["view_install"]
         if mode not in MODES:
             raise ValueError(f"view_install: {mode!r} is not one of {', '.join(MODES)}")
         self.mode = mode
@@ -91,7 +91,7 @@ class GmsMachine(JoinMixin, InstallMixin, DetectMixin, LeaveMixin, MergeMixin):
         self.discovery_timeout = int(s["discovery_timeout"])
         self.merge_interval = int(s["merge_interval"])
         self.stable_interval = int(s["stable_interval"])
-        self.commit_delay = int(s.get("commit_delay", 0))
+        self.commit_delay = int(s["commit_delay"])
         self.direct_info = bool(s["direct_info"])
         self.rng = random.Random(ctx.seed)
         self.boot = int(ctx.storage.get(BOOTS_KEY, b"0")) + 1
@@ -149,7 +149,7 @@ class GmsMachine(JoinMixin, InstallMixin, DetectMixin, LeaveMixin, MergeMixin):
         """Nodes outside the view heard alive but not reporting their view, since when."""
         self.viewless: dict[str, int] = {}
         """When each node last refused a MERGE_REQ for being in no view (joining)."""
-        self.injected = parse_injected(str(s.get("inject_views", "")), ctx.node_id)
+        self.injected = parse_injected(str(s["inject_views"]), ctx.node_id)
         self.fsm = Driver(
             TABLES,
             self,

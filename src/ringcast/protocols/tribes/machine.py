@@ -108,7 +108,7 @@ class TribesSettings:
                 f"settings.member_drop_time ({drop}ns) must exceed "
                 f"settings.heartbeat_interval ({interval}ns)"
             )
-        per_doubling = int(s.get("drop_beacons_per_doubling", 0))
+        per_doubling = int(s["drop_beacons_per_doubling"])
         return cls(
             heartbeat_interval=interval,
             member_drop_time=drop + per_doubling * interval * doublings(nodes),
