@@ -100,7 +100,7 @@ def test_the_bound_scales_with_the_timeout(spark: Any) -> None:
 
 
 SEEDS = 3
-BOUND = 3.0
+BOUND = 2.0
 """Tighter than the default, so that the sample has runs on both sides."""
 
 
