@@ -410,16 +410,20 @@ class InstallMixin(GmsFields):
     def _may_prepare(self, v: GView, merge: bool) -> bool:
         """Whether this member may prepare ``v``: one created by a member of its view (its
         coordinator, or the next in line taking over), or a merge view (``merge``: its
-        PREPARE_VIEW says so) that takes its view entire but for members it suspects.
-        Any other view would split its group: a JOIN sent before this node got into
-        another view and answered after, say, which took it out of that view and left
-        the others behind (``regress_stale_join``), or, this node's view a singleton it
-        formed after giving its JOIN up, merged that view with the JOIN's coordinator's
-        alone (hostile seed 1197, ``regress_join_served_after_a_pause``)."""
+        PREPARE_VIEW says so) that takes its view entire but for members it suspects,
+        itself or by a member's SUSPECT (a crashed member of a stale subgroup that the
+        merge view's restart left out: hostile seed 3244, and
+        ``regress_restarted_merge_view_refused``). Any other view would split its group:
+        a JOIN sent before this node got into another view and answered after, say,
+        which took it out of that view and left the others behind
+        (``regress_stale_join``), or, this node's view a singleton it formed after giving
+        its JOIN up, merged that view with the JOIN's coordinator's alone (hostile seed
+        1197, ``regress_join_served_after_a_pause``)."""
         view = self.view
         if view is None or v.coord in view:
             return True
-        return merge and all(m in v or m in self.suspects for m in view.members)
+        gone = self.suspects | self.local_suspects
+        return merge and all(m in v or m in gone for m in view.members)
 
     def _on_commit_view(self, now: int, src: str, msg: M.CommitView) -> list[Effect]:
         out: list[Effect] = []
