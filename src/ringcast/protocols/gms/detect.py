@@ -85,15 +85,7 @@ class DetectMixin(GmsFields):
         learn of each other's views in a few hundred milliseconds."""
         view = self.view
         assert view is not None
-        ask = set()
-        for n in set(self.peers) - set(view.members) - self.local_suspects:
-            since = self.revived.get(n, 0)
-            e = self.info.get(n)
-            if n == self.node_id or (e is not None and e[0] >= since):
-                continue
-            if self.viewless.get(n, -1) >= since:
-                continue  # joining: it has no view to report, its JOIN brings it in
-            ask.add(n)
+        ask = set(self._unheard_outsiders(view))
         # A coordinator that defers to a smaller one (it leads the merge) tells it of
         # this view, which it may not have heard (hostile seed 3007: B, restarted alone,
         # heard A's INFO and deferred to it; A, behind a link losing 84 % from B, heard

@@ -177,18 +177,27 @@ class MergeMixin(GmsFields):
         now = self.now
         wait = False
         seen: dict[str, int] = {}
-        outside = set(self.peers) - set(view.members) - self.local_suspects
-        for n in sorted(outside - {self.node_id}):
-            e = self.info.get(n)
-            if e is not None and e[0] >= self.revived.get(n, 0):
-                continue
-            if self.viewless.get(n, -1) >= self.revived.get(n, 0):
-                continue  # joining: it has no view to report, its JOIN brings it in
+        for n in self._unheard_outsiders(view):
             seen[n] = since = self.unaccounted.get(n, now)
             out.append(Send(n, M.MergeInfo(view.view_id, view.members[0])))
             wait = wait or now - since < self.merge_interval
         self.unaccounted = seen
         return wait
+
+    def _unheard_outsiders(self, view: GView) -> list[str]:
+        """The nodes outside ``view`` that the failure detector hears alive and whose
+        INFO this node has not heard since it last heard them again, in name order; a
+        node in no view (joining) is left out: its JOIN brings it in."""
+        found = []
+        for n in sorted(set(self.peers) - set(view.members) - self.local_suspects):
+            since = self.revived.get(n, 0)
+            e = self.info.get(n)
+            if n == self.node_id or (e is not None and e[0] >= since):
+                continue
+            if self.viewless.get(n, -1) >= since:
+                continue
+            found.append(n)
+        return found
 
     def _merge_wave(self, mg: MergeRound, view: GView, out: list[Effect]) -> bool:
         """Ask the views the answers heard of and this node did not (one node each, as
