@@ -119,6 +119,9 @@ class Simulation:
         self._net = scenario.network
         self._peers = scenario.all_nodes
         self._detection_timeout = self.spec.timeout_ns(scenario.settings)
+        self._impaired = False
+        self._tampering = False
+        self._note_faults()
 
     # ------------------------------------------------------------ running
 
@@ -227,12 +230,12 @@ class Simulation:
                 self.sched.call_at(self.sched.now, self._workload_tick, run)
 
     def _send(self, node: SimNode, dst: str, msg: Any, networks: tuple[int, ...]) -> None:
-        size = self._size(msg)
+        size = self._size(msg) if self._count_bytes else 0
         for net in networks:
             self._transmit(node, dst, msg, net, size)
 
     def _multicast(self, node: SimNode, msg: Any, networks: tuple[int, ...]) -> None:
-        size = self._size(msg)
+        size = self._size(msg) if self._count_bytes else 0
         me = node.node_id
         for dst in self._peers:
             if dst != me:
@@ -240,8 +243,6 @@ class Simulation:
                     self._transmit(node, dst, msg, net, size)
 
     def _size(self, msg: Any) -> int:
-        if not self._count_bytes:
-            return 0
         try:
             return len(encode_body(msg))
         except EncodeError:
@@ -300,17 +301,15 @@ class Simulation:
                 network=net,
             )
             return
-        if (
-            self._component[src] != self._component[dst]
-            or (src, net) in self._links_down
-            or (dst, net) in self._links_down
-            or (self._cuts and (src, dst) in self._cuts)
-        ):
-            node.lost += 1
-            if self._packets:
-                self._lost(src, dst, net, self._unreachable(src, dst, net))
-            return
-        if size > self._net.max_datagram > 0:
+        if self._impaired:  # a partition, a cut or a link down somewhere
+            reason = self._unreachable(src, dst, net)
+            if reason is not None:
+                node.lost += 1
+                if self._packets:
+                    self._lost(src, dst, net, reason)
+                return
+        net_model = self._net
+        if size > net_model.max_datagram > 0:
             # Like UDP, the network refuses a datagram larger than it can carry.
             node.lost += 1
             self.rec.add(
@@ -326,35 +325,18 @@ class Simulation:
             if self._packets:
                 self._lost(src, dst, net, "drop rule")
             return
-        link = self._link(src, dst, msg)
+        link = self._links.get((src, dst))
+        if link is None or self._matched:  # not built yet, or rules per message class
+            link = self._link(src, dst, msg)
         rng = link.rng
         if link.loss and rng.random() < link.loss:
             node.lost += 1
             if self._packets:
                 self._lost(src, dst, net, "loss")
             return
-        per_net = self._net.loss_per_network
-        if per_net and per_net[net] and rng.random() < per_net[net]:
-            node.lost += 1
-            if self._packets:
-                self._lost(src, dst, net, "network loss")
-            return
-        share = self._garbling.get(src)
-        if share is not None and rng.random() < share:
-            self._garbled += 1
-            msg = garbled(msg, src, rng)
-            if msg is None:  # the hostile value does not encode: a receiver drops it
-                node.lost += 1
-                if self._packets:
-                    self._lost(src, dst, net, "garbled")
-                return
-        net_model = self._net
-        if net_model.corrupt and rng.random() < net_model.corrupt:
-            msg = self._corrupted(msg, src, rng)
-            if msg is None:  # the flipped bytes no longer decode: the receiver drops it
-                node.lost += 1
-                if self._packets:
-                    self._lost(src, dst, net, "corrupt")
+        if self._tampering:
+            msg = self._tampered(node, dst, msg, net, rng)
+            if msg is None:
                 return
         copies = 2 if link.duplication and rng.random() < link.duplication else 1
         for _ in range(copies):
@@ -363,13 +345,56 @@ class Simulation:
                 delay += rng.randint(0, net_model.reorder_delay)
             self.sched.call_at(self.sched.now + delay, self._arrive, target, src, msg, net)
 
-    def _unreachable(self, src: str, dst: str, net: int) -> str:
-        """Why the network cannot carry a packet from ``src`` to ``dst`` on ``net``."""
+    def _tampered(
+        self, node: SimNode, dst: str, msg: Any, net: int, rng: random.Random
+    ) -> Any | None:
+        """``msg`` after the network's per-network loss, the sender's garbling and the
+        network's corruption (None: lost, and counted as such)."""
+        src = node.node_id
+        per_net = self._net.loss_per_network
+        if per_net and per_net[net] and rng.random() < per_net[net]:
+            node.lost += 1
+            if self._packets:
+                self._lost(src, dst, net, "network loss")
+            return None
+        share = self._garbling.get(src)
+        if share is not None and rng.random() < share:
+            self._garbled += 1
+            msg = garbled(msg, src, rng)
+            if msg is None:  # the hostile value does not encode: a receiver drops it
+                node.lost += 1
+                if self._packets:
+                    self._lost(src, dst, net, "garbled")
+                return None
+        net_model = self._net
+        if net_model.corrupt and rng.random() < net_model.corrupt:
+            msg = self._corrupted(msg, src, rng)
+            if msg is None:  # the flipped bytes no longer decode: the receiver drops it
+                node.lost += 1
+                if self._packets:
+                    self._lost(src, dst, net, "corrupt")
+                return None
+        return msg
+
+    def _unreachable(self, src: str, dst: str, net: int) -> str | None:
+        """Why the network cannot carry a packet from ``src`` to ``dst`` on ``net``, or
+        None when it can."""
         if (src, net) in self._links_down or (dst, net) in self._links_down:
             return "link down"
         if self._component[src] != self._component[dst]:
             return "partition"
-        return "cut"
+        if (src, dst) in self._cuts:
+            return "cut"
+        return None
+
+    def _note_faults(self) -> None:
+        """Keep the flags that let a packet skip the checks of faults that are not there:
+        :attr:`_impaired` (a partition, a cut or a link down) and :attr:`_tampering`
+        (per-network loss, a garbling sender or corruption)."""
+        self._impaired = bool(
+            self._links_down or self._cuts or len(set(self._component.values())) > 1
+        )
+        self._tampering = bool(self._net.loss_per_network or self._garbling or self._net.corrupt)
 
     def _lost(self, src: str, dst: str, net: int, reason: str) -> None:
         """Packet tracing: the ``drop`` row of a packet the modelled network lost."""
@@ -479,6 +504,10 @@ class Simulation:
         self.rec.add(n, self.sched.now, "fault", detail={"action": action.action, **extra})
 
     def _nemesis(self, a: Action) -> None:
+        self._carry_out(a)
+        self._note_faults()
+
+    def _carry_out(self, a: Action) -> None:
         act = a.action
         if act == "cut":
             self._cuts.update((s, d) for s in a.cut_from for d in a.cut_to if s != d)
