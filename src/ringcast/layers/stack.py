@@ -58,6 +58,11 @@ class Stack:
         for k in range(n - 1, -1, -1):
             self._next_down[k] = k if self.layers[k].down_types else self._next_down[k + 1]
         self._to_host = [nxt == n for nxt in self._next_down]
+        # looked up once here, not at every frame: what each layer wants, and its methods
+        self._up_types = tuple(layer.up_types for layer in self.layers)
+        self._layer_up = tuple(layer.up for layer in self.layers)
+        self._layer_down = tuple(layer.down for layer in self.layers)
+        self._upper_handle = upper.handle
 
     def layer(self, kind: type) -> Layer | None:
         """The first layer of type ``kind``, or None."""
@@ -98,23 +103,24 @@ class Stack:
     def _up(self, k: int, events: list[Event], now: int, out: list[Effect]) -> None:
         """Hand ``events`` to layer ``k`` (``-1``: the protocol); a layer that does not
         want an event's type (``up_types``) is skipped at no cost."""
-        layers = self.layers
+        up_types = self._up_types
+        layer_up = self._layer_up
         to_host = self._to_host
         for ev in events:
             j = k
             while True:  # climb with one event while each layer hands up just one
                 tp = type(ev)
-                while j >= 0 and tp not in layers[j].up_types:
+                while j >= 0 and tp not in up_types[j]:
                     j -= 1
                 if j < 0:
-                    effects = self.upper.handle(ev, now)
+                    effects = self._upper_handle(ev, now)
                     if effects:
                         if to_host[0]:
                             out.extend(effects)
                         else:
                             self._down(0, effects, now, out)
                     break
-                up, down = layers[j].up(ev, now)
+                up, down = layer_up[j](ev, now)
                 if down:
                     if to_host[j + 1]:
                         out.extend(down)
@@ -134,8 +140,8 @@ class Stack:
         if k == self._n:
             out.extend(effects)
             return
-        layer = self.layers[k]
-        wanted = layer.down_types
+        wanted = self.layers[k].down_types
+        layer_down = self._layer_down[k]
         below_is_host = self._to_host[k + 1]  # what leaves this layer goes straight out
         passing: list[Effect] = []
         for eff in effects:
@@ -148,7 +154,7 @@ class Stack:
                 else:
                     self._down(k + 1, passing, now, out)
                 passing = []
-            up, down = layer.down(eff, now)
+            up, down = layer_down(eff, now)
             if down:
                 if below_is_host:
                     out.extend(down)
