@@ -288,16 +288,13 @@ class ReliableUnicast:
     def on_data(
         self, src: NodeId, frame: RtData, network: int, now: int = 0
     ) -> tuple[list[Event], list[Effect]]:
-        if (
-            frame.incarnation < 1
-            or frame.seq < 0
-            or not 0 <= frame.base <= frame.seq
-            or frame.dst_incarnation < 0
-        ):
+        incarnation, seq, base = frame.incarnation, frame.seq, frame.base
+        dst_incarnation = frame.dst_incarnation
+        if incarnation < 1 or seq < 0 or not 0 <= base <= seq or dst_incarnation < 0:
             # No sender numbers its frames so: the frame was corrupted or forged.
             return [], [Record.of("drop", reason="implausible_rtdata", src=src)]
-        if frame.incarnation > self.peer_incarnation.get(src, 0):  # heard of a new boot
-            self.peer_incarnation[src] = frame.incarnation
+        if incarnation > self.peer_incarnation.get(src, 0):  # heard of a new boot
+            self.peer_incarnation[src] = incarnation
         ib = self._in.get(src)
         if ib is not None and now - ib.heard >= self.forget_after:
             # Nothing new from src for forget_after: start afresh (module doc), but not
@@ -305,72 +302,73 @@ class ReliableUnicast:
             # reads retransmissions sent long ago whose base is below it.
             self._forgotten[src] = (ib.incarnation, ib.expected)
             ib = None
-        if ib is None or frame.incarnation > ib.incarnation:
-            start = frame.base
+        if ib is None or incarnation > ib.incarnation:
+            start = base
             floor = self._forgotten.get(src)
-            if (
-                floor is not None
-                and floor[0] == frame.incarnation
-                and start < floor[1] <= frame.seq + MAX_LAG
-            ):
+            if floor is not None and floor[0] == incarnation and start < floor[1] <= seq + MAX_LAG:
                 start = floor[1]
-            ib = self._in[src] = _Inbound(frame.incarnation, start, now)
-        elif frame.incarnation < ib.incarnation:
+            ib = self._in[src] = _Inbound(incarnation, start, now)
+        elif incarnation < ib.incarnation:
             # a frame from an older incarnation of src, which is gone: thrown away, counted
             return [], [
                 Record.of(
                     "drop",
                     reason="from_an_earlier_incarnation",
                     src=src,
-                    incarnation=frame.incarnation,
+                    incarnation=incarnation,
                 )
             ]
-        if frame.base > ib.expected:
+        pending = ib.pending
+        if base > ib.expected:
             # The sender gave up on (or had acked) everything below base: skip ahead.
-            ib.expected = frame.base
-            ib.pending = {s: p for s, p in ib.pending.items() if s >= frame.base}
+            ib.expected = base
+            pending = ib.pending = {s: p for s, p in pending.items() if s >= base}
         up: list[Event] = []
         effects: list[Effect] = []
-        if frame.seq >= ib.expected and frame.seq not in ib.pending:
+        if seq >= ib.expected and seq not in pending:
             ib.heard = now
-            if 0 < frame.dst_incarnation < self.incarnation:
+            if 0 < dst_incarnation < self.incarnation:
                 # Meant for an earlier incarnation of this node, which may have delivered
                 # it (module doc): its place in the sequence is taken, nothing handed up.
-                ib.pending[frame.seq] = _REFUSED
+                pending[seq] = _REFUSED
                 effects.append(
                     Record.of(
                         "drop",
                         reason="for_an_earlier_incarnation",
                         src=src,
-                        seq=frame.seq,
-                        dst_incarnation=frame.dst_incarnation,
+                        seq=seq,
+                        dst_incarnation=dst_incarnation,
                     )
                 )
             else:
-                ib.pending[frame.seq] = frame.payload
-            while ib.expected in ib.pending:
-                payload = ib.pending.pop(ib.expected)
+                pending[seq] = frame.payload
+            expected = ib.expected
+            while expected in pending:
+                payload = pending.pop(expected)
                 if payload is not _REFUSED:
                     up.append(Received(src, payload, network))
-                ib.expected += 1
+                expected += 1
+            ib.expected = expected
         effects.append(Send(src, RtAck(ib.incarnation, ib.expected, self.incarnation), network))
         return up, effects
 
     def on_ack(self, src: NodeId, ack: RtAck) -> tuple[list[Event], list[Effect]]:
-        if ack.acker_incarnation < 1:
+        acker_incarnation, next_seq = ack.acker_incarnation, ack.next_seq
+        if acker_incarnation < 1:
             return [], [Record.of("drop", reason="implausible_rtack", src=src)]
         ob = self._out.get(src)
-        if ob is None or ack.incarnation != self.incarnation or ack.next_seq > ob.next_seq:
+        if ob is None or ack.incarnation != self.incarnation or next_seq > ob.next_seq:
             return [], []  # not for this incarnation, or acking what was never sent
-        if ack.acker_incarnation > self.peer_incarnation.get(src, 0):  # heard of a new boot
-            self.peer_incarnation[src] = ack.acker_incarnation
-        acked = [s for s in ob.unacked if s < ack.next_seq]
+        if acker_incarnation > self.peer_incarnation.get(src, 0):  # heard of a new boot
+            self.peer_incarnation[src] = acker_incarnation
+        unacked = ob.unacked
+        acked = [s for s in unacked if s < next_seq]
         if not acked:
             return [], []
         up: list[Event] = []
         for seq in acked:
-            payload, dst_inc = ob.unacked.pop(seq)
-            if 0 < dst_inc < ack.acker_incarnation:
+            payload, dst_inc = unacked.pop(seq)
+            if 0 < dst_inc < acker_incarnation:
                 # Taken by a later incarnation than the one it was meant for, which
                 # refused it: not delivered there (module doc).
                 up.append(SendFailed(src, payload, unanswered=False))
@@ -379,12 +377,13 @@ class ReliableUnicast:
             effects.append(
                 Record.of("send_failed", dst=src, messages=len(up), reason="receiver_restarted")
             )
-        if not ob.unacked:
+        if not unacked:
             effects.append(CancelTimer(TIMER_PREFIX + src))
         else:
             ob.tries = 1
             effects.append(SetTimer(TIMER_PREFIX + src, self.rto))
-        effects += self._release()
+        if self.blocked:
+            effects += self._release()
         return up, effects
 
     def forget(self, dst: NodeId) -> None:
