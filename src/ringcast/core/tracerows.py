@@ -123,25 +123,12 @@ def host_detail(fields: Mapping[str, Any] | None) -> str | None:
     """
     if not fields:
         return None
-    return json.dumps(
-        fields,
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        default=_lenient_default,
-    )
+    return _HOST_JSON.encode(fields)
 
 
 def canonical_json(value: Any) -> str:
     """``value`` as JSON text that only depends on its content (see :func:`encode_detail`)."""
-    return json.dumps(
-        value,
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
-        default=_json_default,
-    )
+    return _CANONICAL_JSON.encode(value)
 
 
 def record_columns(
@@ -179,3 +166,17 @@ def _json_default(value: object) -> object:
     if isinstance(value, set | frozenset):
         return sorted(value)
     raise TypeError(f"detail value {value!r} of type {type(value).__name__} is not JSON data")
+
+
+# The two encoders, built once: ``json.dumps`` with these options builds a new encoder
+# at every call, and the hosts encode a detail for many trace rows.
+_HOST_JSON = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_lenient_default
+)
+_CANONICAL_JSON = json.JSONEncoder(
+    sort_keys=True,
+    separators=(",", ":"),
+    ensure_ascii=False,
+    allow_nan=False,
+    default=_json_default,
+)
