@@ -81,13 +81,25 @@ def _seq(name: str, v: object) -> str | None:
     return None
 
 
+_VALID_IDS: set[str] = set()
+"""Node ids found valid so far: every packet names a few ids of one cluster, and a set
+look-up is the cheapest way to pass them again. Bounded by ``MAX_VALID_IDS``, so a
+sender naming ever new ids cannot grow it: those are checked in full each time."""
+
+MAX_VALID_IDS = 4096
+
+
 def _node(name: str, v: object, *, empty_ok: bool = False) -> str | None:
+    if type(v) is str and v in _VALID_IDS:
+        return None
     if empty_ok and v == "":
         return None
     try:
-        check_node_id(v)
+        valid = check_node_id(v)
     except ValueError as e:
         return f"{name}: {e}"
+    if type(valid) is str and len(_VALID_IDS) < MAX_VALID_IDS:
+        _VALID_IDS.add(valid)
     return None
 
 
@@ -107,7 +119,10 @@ def ring_id(rid: object, name: str = "ring_id") -> str | None:
     """``ring_id``: a sequence number and the representative's id."""
     if type(rid) is not RingId:
         return f"{name} is not a ring id"
-    return _seq(f"{name}.seq", rid.seq) or _node(f"{name}.rep", rid.rep)
+    seq, rep = rid.seq, rid.rep
+    if type(seq) is int and 0 <= seq <= MAX_SEQ and type(rep) is str and rep in _VALID_IDS:
+        return None  # the common case, checked inline: a valid seq, a known representative
+    return _seq(f"{name}.seq", seq) or _node(f"{name}.rep", rep)
 
 
 def _chunk(c: object) -> str | None:
@@ -322,4 +337,6 @@ def second_rotation(ct: CommitToken, accepted: CommitToken) -> str | None:
 
 def source(src: object) -> str | None:
     """The node a message came from, as the host reports it."""
+    if type(src) is str and src in _VALID_IDS:
+        return None
     return _node("source", src)

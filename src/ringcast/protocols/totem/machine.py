@@ -197,8 +197,13 @@ class TotemMachine:
             return
         if tp is Mcast or tp is RecoveryMcast:
             rid = msg.ring_id
-            log = self.log if rid == self.log.ring_id else self.new_log
-            if log is not None and rid != log.ring_id:
+            new_log = self.new_log
+            log: RingLog | None
+            if rid == self.log.ring_id:
+                log = self.log
+            elif new_log is not None and rid == new_log.ring_id:
+                log = new_log
+            else:
                 log = None
             check = _validate.frame if tp is Mcast else _validate.recovery_frame
             bad = check(
