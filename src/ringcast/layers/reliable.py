@@ -233,16 +233,18 @@ class ReliableUnicast:
         ob.network = network
         seq = ob.next_seq
         ob.next_seq += 1
-        was_idle = not ob.unacked
+        unacked = ob.unacked
+        was_idle = not unacked
         dst_inc = self.peer_incarnation.get(dst, 0)
-        ob.unacked[seq] = (payload, dst_inc)
+        unacked[seq] = (payload, dst_inc)
+        base = next(iter(unacked))  # the oldest unacknowledged (_base: unacked is not empty)
         effects: list[Effect] = [
-            Send(dst, RtData(self.incarnation, seq, self._base(ob), payload, dst_inc), network)
+            Send(dst, RtData(self.incarnation, seq, base, payload, dst_inc), network)
         ]
         if was_idle:
             ob.tries = 1
             effects.append(SetTimer(TIMER_PREFIX + dst, self.rto))
-        if self.window is not None and not self.blocked and len(ob.unacked) >= self.window:
+        if self.window is not None and not self.blocked and len(unacked) >= self.window:
             self.blocked = True
             effects.append(Backpressure(True))
         return effects
