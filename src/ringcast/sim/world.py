@@ -435,9 +435,13 @@ class Simulation:
         state = node.state
         if state is UP:
             node.received += 1
+            now = self.sched.now
             if self._packets:
-                node.interp.packet_in(src, msg, net, self.sched.now)
-            self._feed(node, Received(src, msg, net))
+                node.interp.packet_in(src, msg, net, now)
+            # _feed's body, written out: this is the simulator's most frequent event
+            effects = node.machine.handle(Received(src, msg, net), now)  # type: ignore[union-attr]
+            if effects:
+                node.interp.apply(effects, now)
         elif state is PAUSED:
             node.queue.append(("recv", src, msg, net))
 
@@ -603,17 +607,16 @@ class _SimIO:
     modelled network, virtual-time timers, the node's stable storage, and the
     workload as the application."""
 
-    __slots__ = ("multicast", "node", "send", "world")
+    __slots__ = ("multicast", "node", "send", "set_timer", "world")
 
     def __init__(self, world: Simulation, node: SimNode):
         self.world = world
         self.node = node
-        # send(dst, msg, networks) and multicast(msg, networks), bound to this node
+        # send(dst, msg, networks), multicast(msg, networks) and set_timer(name, delay),
+        # bound to this node
         self.send = functools.partial(world._send, node)
         self.multicast = functools.partial(world._multicast, node)
-
-    def set_timer(self, name: str, delay: int) -> None:
-        self.world._set_timer(self.node, name, delay)
+        self.set_timer = functools.partial(world._set_timer, node)
 
     def cancel_timer(self, name: str) -> None:
         self.node.timers.pop(name, None)
