@@ -10,12 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ringcast.core.frozen import fast_init
 from ringcast.core.ids import NodeId, View
 
 EVERY_NETWORK = -1
 """``network`` value of a packet sent on every network the node has (heartbeats)."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Send:
     """Send ``msg`` to ``dst``.
@@ -34,6 +36,7 @@ class Send:
     reliable: bool = False
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Multicast:
     """Send ``msg`` to every node the host knows of (broadcast domain), except self.
@@ -44,6 +47,7 @@ class Multicast:
     network: int | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SetTimer:
     """Arm (or re-arm) timer ``name`` to fire after ``delay`` nanoseconds."""
@@ -52,6 +56,7 @@ class SetTimer:
     delay: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CancelTimer:
     """Disarm timer ``name`` if it is armed."""
@@ -59,6 +64,7 @@ class CancelTimer:
     name: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Deliver:
     """Deliver an application message to the application, in ``order``."""
@@ -69,6 +75,7 @@ class Deliver:
     sender: NodeId = ""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class InstallView:
     """Install a new configuration (membership view) at this node."""
@@ -76,6 +83,7 @@ class InstallView:
     view: View
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LockGranted:
     """The mutual-exclusion lock requested by this node's application is now held.
@@ -89,6 +97,7 @@ class LockGranted:
     fence: int = 0
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LockReleased:
     """The lock this node held is released (by the application or forcibly)."""
@@ -96,6 +105,7 @@ class LockReleased:
     reason: str = "released"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Backpressure:
     """Flow control toward the application: while ``blocked``, the host holds new submits.
@@ -108,6 +118,7 @@ class Backpressure:
     blocked: bool
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Persist:
     """Write ``value`` under ``key`` to stable storage; it survives a crash."""
@@ -116,6 +127,7 @@ class Persist:
     value: bytes
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Record:
     """Append a trace event of ``kind`` with protocol-specific ``fields``.
@@ -132,6 +144,7 @@ class Record:
         return cls(kind, fields)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LeaderChanged:
     """This node now names ``leader`` as the group's leader (coordinator) in ``view``.
@@ -147,6 +160,7 @@ class LeaderChanged:
     view: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StateChanged:
     """The protocol's own state, as the application and ``ringcast status`` see it.

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ringcast.core.frozen import fast_init
 from ringcast.core.ids import NodeId
 
 ORDERS = ("agreed", "safe", "fifo")
@@ -20,6 +21,7 @@ class Start:
     """The node starts (first boot, or restart after a crash with stable storage kept)."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Received:
     """A protocol message ``msg`` arrived from ``src`` on network ``network``."""
@@ -29,6 +31,7 @@ class Received:
     network: int = 0
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TimerFired:
     """The timer ``name`` set by an earlier :class:`~ringcast.core.effects.SetTimer` expired."""
@@ -36,6 +39,7 @@ class TimerFired:
     name: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SendFailed:
     """Failure-on-delivery: the reliable transport gave up delivering ``msg`` to ``dst``.
@@ -50,6 +54,7 @@ class SendFailed:
     unanswered: bool = True
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Submit:
     """The application multicasts ``payload`` in ``order``; ``msg_id`` is ``sender:counter``.
@@ -78,6 +83,7 @@ class Stop:
     """Graceful leave: the node is asked to leave the group and stop."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Suspected:
     """The failure detector layer suspects ``node`` has crashed or is unreachable."""
@@ -85,6 +91,7 @@ class Suspected:
     node: NodeId
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Unsuspected:
     """The failure detector heard from ``node`` again after suspecting it."""

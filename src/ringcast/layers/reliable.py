@@ -86,6 +86,7 @@ from ringcast.core.effects import (
     SetTimer,
 )
 from ringcast.core.events import Event, Received, SendFailed
+from ringcast.core.frozen import fast_init
 from ringcast.core.ids import NodeId
 
 INCARNATION_KEY = "rt.incarnation"
@@ -98,6 +99,7 @@ receiver reading old retransmissions) for that to be taken as the truth."""
 
 
 @wire(0x0001)
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RtData:
     """A reliable-unicast data frame carrying one message of the layer above.
@@ -114,6 +116,7 @@ class RtData:
 
 
 @wire(0x0002)
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RtAck:
     """Cumulative ack: every frame of ``incarnation`` below ``next_seq`` has been received

@@ -15,6 +15,7 @@ from ringcast.core.events import (
     Suspected,
     Unsuspected,
 )
+from ringcast.core.frozen import fast_init
 from ringcast.core.fsm import Driver
 from ringcast.core.ids import NodeId, View
 from ringcast.core.machine import Machine, MachineContext
@@ -23,6 +24,7 @@ from ringcast.protocols.basic._state import TABLE, Action, Ev, State
 
 
 @wire(0x0010)
+@fast_init
 @dataclass(frozen=True, slots=True)
 class BasicData:
     """An application message, sent to every member by reliable unicast."""

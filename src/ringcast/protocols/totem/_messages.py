@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ringcast.core.codec import wire
+from ringcast.core.frozen import fast_init
 
 
 @wire(0x0201)
@@ -30,6 +31,7 @@ class RingId:
 
 
 @wire(0x0202)
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Chunk:
     """One application message, or one fragment of it, packed inside a frame.
@@ -44,6 +46,7 @@ class Chunk:
 
 
 @wire(0x0203)
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Mcast:
     """A regular broadcast frame: one sequence number on ring ``ring_id``.
@@ -71,6 +74,7 @@ class RecoveryMcast:
 
 
 @wire(0x0205)
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Token:
     """The regular token (the Totem paper, "Total Ordering Protocol - Token Fields").
