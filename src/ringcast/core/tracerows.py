@@ -26,6 +26,8 @@ RECORD_COLUMNS: tuple[str, ...] = ("msg", "order", "view", "members", "transitio
 (A field named ``network`` stays in ``detail``: that column is the host's, the network
 a packet travelled on.)"""
 
+_COLUMN_NAMES = frozenset(RECORD_COLUMNS)
+
 
 class TraceSink:
     """One node's trace rows: the one place a host's trace row is spelled.
@@ -143,8 +145,10 @@ def record_columns(
     (:func:`host_detail`, which never raises, for the hosts; :func:`encode_detail`,
     which refuses what JSON cannot hold, for :func:`ringcast.trace.rows.make_row`).
     """
+    if _COLUMN_NAMES.isdisjoint(fields):  # the common case: every field is detail
+        return {}, encode(fields)
     cols = {k: fields[k] for k in RECORD_COLUMNS if k in fields}
-    rest = {k: v for k, v in fields.items() if k not in cols} if cols else fields
+    rest = {k: v for k, v in fields.items() if k not in cols}
     members = cols.get("members")
     if members is not None:
         cols["members"] = [str(m) for m in members]
