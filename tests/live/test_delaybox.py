@@ -51,7 +51,7 @@ def test_a_link_resolves_as_in_the_simulator_and_draws_its_formula() -> None:
     assert ab.latency == Latency("constant", value=7_000_000) and ab.duplication == 0.0
     assert ba.latency == model.latency and ba.duplication == 0.25
     assert ab.reorder == 0.5 and ab.reorder_delay == 4_000_000
-    # the simulator's draw (World._transmit): copies, then per copy latency + reorder
+    # the simulator's draw (Simulation._send): copies, then per copy latency + reorder
     rng, mirror = stream(1, "x"), stream(1, "x")
     for _ in range(500):
         got = draw(ba, rng)

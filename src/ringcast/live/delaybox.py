@@ -8,7 +8,7 @@ on each switch-side veth port of the network, learns which MAC address is behind
 port (as a learning bridge does, IEEE 802.1D), and writes each frame a node sends to the
 receiver's port (broadcast, multicast and unknown destinations to every other port) once
 the delay drawn for that (sender, receiver) link has passed. The draw is the simulator's
-(``ringcast.sim.world``'s ``_transmit``), so a scenario means the same thing on both
+(``ringcast.sim.world``'s ``_send``), so a scenario means the same thing on both
 sides: a sample of the link's latency distribution (a ``[[network.links]]`` rule's own or
 the network's), plus, with probability ``network.reorder``, a uniform extra hold of up to
 ``reorder_delay`` (a message overtaken by later ones, as Totem's and the Raincore paper's

@@ -229,18 +229,12 @@ class Simulation:
                 run.waiting = False
                 self.sched.call_at(self.sched.now, self._workload_tick, run)
 
-    def _send(self, node: SimNode, dst: str, msg: Any, networks: tuple[int, ...]) -> None:
-        size = self._size(msg) if self._count_bytes else 0
-        for net in networks:
-            self._transmit(node, dst, msg, net, size)
-
     def _multicast(self, node: SimNode, msg: Any, networks: tuple[int, ...]) -> None:
         size = self._size(msg) if self._count_bytes else 0
         me = node.node_id
         for dst in self._peers:
             if dst != me:
-                for net in networks:
-                    self._transmit(node, dst, msg, net, size)
+                self._send(node, dst, msg, networks, size)
 
     def _size(self, msg: Any) -> int:
         try:
@@ -286,64 +280,78 @@ class Simulation:
             )
         return link
 
-    def _transmit(self, node: SimNode, dst: str, msg: Any, net: int, size: int) -> None:
+    def _send(
+        self,
+        node: SimNode,
+        dst: str,
+        msg: Any,
+        networks: tuple[int, ...],
+        size: int | None = None,
+    ) -> None:
+        """Put ``msg`` from ``node`` to ``dst`` on each of ``networks`` through the modelled
+        network (``size``: its encoded bytes, when a multicast counted them already)."""
+        if size is None:
+            size = self._size(msg) if self._count_bytes else 0
         src = node.node_id
-        node.sent += 1
-        node.sent_bytes += size
-        target = self.nodes.get(dst)
-        if target is None:
-            node.lost += 1
-            self.rec.add(
-                src,
-                self.sched.now,
-                "drop",
-                detail={"reason": "unknown destination", "dst": dst},
-                network=net,
-            )
-            return
-        if self._impaired:  # a partition, a cut or a link down somewhere
-            reason = self._unreachable(src, dst, net)
-            if reason is not None:
+        net_model = self._net
+        sent = msg
+        for net in networks:
+            msg = sent  # each network's copy starts as sent (tampering changes one copy)
+            node.sent += 1
+            node.sent_bytes += size
+            target = self.nodes.get(dst)
+            if target is None:
+                node.lost += 1
+                self.rec.add(
+                    src,
+                    self.sched.now,
+                    "drop",
+                    detail={"reason": "unknown destination", "dst": dst},
+                    network=net,
+                )
+                continue
+            if self._impaired:  # a partition, a cut or a link down somewhere
+                reason = self._unreachable(src, dst, net)
+                if reason is not None:
+                    node.lost += 1
+                    if self._packets:
+                        self._lost(src, dst, net, reason)
+                    continue
+            if size > net_model.max_datagram > 0:
+                # Like UDP, the network refuses a datagram larger than it can carry.
+                node.lost += 1
+                self.rec.add(
+                    src,
+                    self.sched.now,
+                    "drop",
+                    detail={"reason": "oversized datagram", "dst": dst, "bytes": size},
+                    network=net,
+                )
+                continue
+            if self._drops and self._dropped_by_rule(src, dst, msg):
                 node.lost += 1
                 if self._packets:
-                    self._lost(src, dst, net, reason)
-                return
-        net_model = self._net
-        if size > net_model.max_datagram > 0:
-            # Like UDP, the network refuses a datagram larger than it can carry.
-            node.lost += 1
-            self.rec.add(
-                src,
-                self.sched.now,
-                "drop",
-                detail={"reason": "oversized datagram", "dst": dst, "bytes": size},
-                network=net,
-            )
-            return
-        if self._drops and self._dropped_by_rule(src, dst, msg):
-            node.lost += 1
-            if self._packets:
-                self._lost(src, dst, net, "drop rule")
-            return
-        link = self._links.get((src, dst))
-        if link is None or self._matched:  # not built yet, or rules per message class
-            link = self._link(src, dst, msg)
-        rng = link.rng
-        if link.loss and rng.random() < link.loss:
-            node.lost += 1
-            if self._packets:
-                self._lost(src, dst, net, "loss")
-            return
-        if self._tampering:
-            msg = self._tampered(node, dst, msg, net, rng)
-            if msg is None:
-                return
-        copies = 2 if link.duplication and rng.random() < link.duplication else 1
-        for _ in range(copies):
-            delay = link.latency.sample(rng)
-            if net_model.reorder and rng.random() < net_model.reorder:
-                delay += rng.randint(0, net_model.reorder_delay)
-            self.sched.call_at(self.sched.now + delay, self._arrive, target, src, msg, net)
+                    self._lost(src, dst, net, "drop rule")
+                continue
+            link = self._links.get((src, dst))
+            if link is None or self._matched:  # not built yet, or rules per message class
+                link = self._link(src, dst, msg)
+            rng = link.rng
+            if link.loss and rng.random() < link.loss:
+                node.lost += 1
+                if self._packets:
+                    self._lost(src, dst, net, "loss")
+                continue
+            if self._tampering:
+                msg = self._tampered(node, dst, msg, net, rng)
+                if msg is None:
+                    continue
+            copies = 2 if link.duplication and rng.random() < link.duplication else 1
+            for _ in range(copies):
+                delay = link.latency.sample(rng)
+                if net_model.reorder and rng.random() < net_model.reorder:
+                    delay += rng.randint(0, net_model.reorder_delay)
+                self.sched.call_at(self.sched.now + delay, self._arrive, target, src, msg, net)
 
     def _tampered(
         self, node: SimNode, dst: str, msg: Any, net: int, rng: random.Random
