@@ -128,14 +128,15 @@ def ring_id(rid: object, name: str = "ring_id") -> str | None:
 def _chunk(c: object) -> str | None:
     if type(c) is not Chunk:
         return "chunk is not a Chunk"
-    if not isinstance(c.msg_id, str) or not 0 < len(c.msg_id) <= 255:
+    msg_id, frag, frags = c.msg_id, c.frag, c.frags
+    if not isinstance(msg_id, str) or not 0 < len(msg_id) <= 255:
         return "chunk msg_id empty or too long"
     if type(c.payload) is not bytes:
         return "chunk payload is not bytes"
-    if type(c.frags) is not int or not 1 <= c.frags <= MAX_FRAGS:
-        return f"chunk frags {c.frags!r} out of range"
-    if type(c.frag) is not int or not 0 <= c.frag < c.frags:
-        return f"chunk frag {c.frag!r} not below frags {c.frags}"
+    if type(frags) is not int or not 1 <= frags <= MAX_FRAGS:
+        return f"chunk frags {frags!r} out of range"
+    if type(frag) is not int or not 0 <= frag < frags:
+        return f"chunk frag {frag!r} not below frags {frags}"
     return None
 
 
@@ -144,13 +145,14 @@ def frame(m: object, *, my_aru: int | None, window_size: int) -> str | None:
     for a ring it has no log of: the frame is only a foreign message then)."""
     if type(m) is not Mcast:
         return "not a regular frame"
-    bad = ring_id(m.ring_id) or _seq("seq", m.seq) or _node("sender", m.sender)
+    seq = m.seq
+    bad = ring_id(m.ring_id) or _seq("seq", seq) or _node("sender", m.sender)
     if bad:
         return bad
-    if m.seq < 1:
+    if seq < 1:
         return "seq 0 is not a frame's"
-    if my_aru is not None and m.seq > my_aru + ahead(window_size):
-        return f"seq {m.seq} too far above my_aru {my_aru}"
+    if my_aru is not None and seq > my_aru + ahead(window_size):
+        return f"seq {seq} too far above my_aru {my_aru}"
     if type(m.safe) is not bool:
         return "safe is not a bool"
     chunks = m.chunks
