@@ -10,7 +10,13 @@ clock measures the neighbours)::
     mkdir OLD && git archive main src | tar -x -C OLD      # the code to compare with
     python bench/sim_versions.py --old OLD/src --repeat 5
 
+With ``--paired`` each repeat runs the two processes at the same time instead (the
+first to start alternating), and the last column is the median of the repeats' own
+ratios: on a machine whose load comes and goes, both versions of a repeat then see the
+same neighbours (and each other, evenly).
+
 Usage: python bench/sim_versions.py --old DIR [--new DIR] [--repeat R] [--seconds S]
+       [--paired]
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import os
 import statistics
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,20 +85,39 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--new", default=str(ROOT / "src"), help="default: this checkout's src")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=3.0, help="simulated seconds, basic run")
+    ap.add_argument(
+        "--paired",
+        action="store_true",
+        help="run each repeat's two processes at the same time and print the median of "
+        "the repeats' own ratios (on a busy machine both see the same neighbours)",
+    )
     a = ap.parse_args(argv)
     runs: dict[str, list[dict[str, float]]] = {"old": [], "new": []}
-    for _ in range(a.repeat):
-        runs["old"].append(probe(a.old, a.seconds))
-        runs["new"].append(probe(a.new, a.seconds))
+    for k in range(a.repeat):
+        if a.paired:
+            order = ("old", "new") if k % 2 == 0 else ("new", "old")
+            with ThreadPoolExecutor(2) as pool:
+                futures = {v: pool.submit(probe, getattr(a, v), a.seconds) for v in order}
+            for v, fut in futures.items():
+                runs[v].append(fut.result())
+        else:
+            runs["old"].append(probe(a.old, a.seconds))
+            runs["new"].append(probe(a.new, a.seconds))
     names = list(runs["new"][0])
-    print(f"{'events per CPU second':<46} {'old':>10} {'new':>10} {'new/old':>8}")
+    ratio = "new/old" if not a.paired else "paired"
+    print(f"{'events per CPU second':<46} {'old':>10} {'new':>10} {ratio:>8}")
     for name in names:
         new = statistics.median(r[name] for r in runs["new"])
         if name not in runs["old"][0]:  # a scenario the older version could not run
             print(f"{name:<46} {'-':>10} {new:>10,.0f} {'-':>8}")
             continue
         old = statistics.median(r[name] for r in runs["old"])
-        print(f"{name:<46} {old:>10,.0f} {new:>10,.0f} {new / old:>8.3f}")
+        if a.paired:
+            pairs = zip(runs["old"], runs["new"], strict=True)
+            rel = statistics.median(n[name] / o[name] for o, n in pairs)
+        else:
+            rel = new / old
+        print(f"{name:<46} {old:>10,.0f} {new:>10,.0f} {rel:>8.3f}")
     return 0
 
 
