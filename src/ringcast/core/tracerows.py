@@ -100,7 +100,7 @@ class TraceSink:
                 network,
             )
         )
-        if len(rows) >= self.limit and self.on_full is not None:
+        if self.on_full is not None and len(rows) >= self.limit:
             self.on_full()
 
 
