@@ -435,3 +435,23 @@ def test_a_merge_does_not_wait_for_a_restarted_joiner() -> None:
     assert convergence(rows, set("ABDE"), 200_000_000) == []
     reasons = [r["detail"]["reason"] for r in checks.records(rows, "merge_cancelled", "A")]
     assert "refused by E (no view)" in reasons
+
+
+def test_a_restarted_merge_view_that_would_leave_out_a_live_node_is_given_up() -> None:
+    """regress_restarted_merge_leaves_a_side_out (hostile seed 7364): A's merge view
+    A:11, decided 4 ms after the heal at 4.26 s, is never acknowledged by the crashed
+    G; at the timeout A hears F alive outside it (in F:11 since before the heal), so it
+    gives the merge up instead of restarting it without G, and the next merge takes
+    every live node at once (before: A:12 = {A, B, C, E, H} without F)."""
+    rows = run("regress_restarted_merge_leaves_a_side_out", "two_phase", seed=7364)
+    assert checks.merge_atomicity(rows) == []
+    assert checks.safety(rows) == []
+    (timeout,) = checks.records(rows, "ack_timeout", "A")
+    assert timeout["view"] == "A:11" and timeout["detail"]["missing_acks"] == ["G"]
+    cancelled = [r for r in checks.records(rows, "merge_cancelled", "A") if r["t"] == timeout["t"]]
+    assert [r["detail"]["reason"] for r in cancelled] == ["silent"]
+    merged = [r for r in checks.records(rows, "merge", "A") if r["t"] > timeout["t"]]
+    taken = {m for g in merged[0]["detail"]["subgroups"] for m in g["members"]}
+    assert taken == set("ABCEFH")
+    assert convergence(rows, set("ABCEFH"), 350_000_000, end=8457_000_000) == []
+

@@ -199,6 +199,19 @@ class MergeMixin(GmsFields):
             found.append(n)
         return found
 
+    def _outsiders_alive(self, members: list[str], silent: set[str]) -> set[str]:
+        """The nodes outside ``members`` and ``silent`` that the failure detector hears
+        alive, a joining node (in no view) left out: a merge restarted without its
+        silent members that left such a node out would be a merge of part of what is
+        reachable (hostile seed 7364: A's merge, decided 4 ms after a heal on answers
+        asked during the partition, restarted without the crashed G 500 ms later and
+        left out F, alive on the other side since the heal)."""
+        found = set()
+        for n in set(self.peers) - set(members) - silent - self.local_suspects:
+            if n != self.node_id and self.viewless.get(n, -1) < self.revived.get(n, 0):
+                found.add(n)
+        return found
+
     def _merge_wave(self, mg: MergeRound, view: GView, out: list[Effect]) -> bool:
         """Ask the views the answers heard of and this node did not (one node each, as
         :meth:`_merge_coords`): a subgroup whose INFO this node lost is still merged in
