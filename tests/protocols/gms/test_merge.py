@@ -455,3 +455,17 @@ def test_a_restarted_merge_view_that_would_leave_out_a_live_node_is_given_up() -
     assert taken == set("ABCEFH")
     assert convergence(rows, set("ABCEFH"), 350_000_000, end=8457_000_000) == []
 
+
+def test_a_coordinator_casts_what_it_queued_when_a_merge_lock_expires() -> None:
+    """regress_merge_lock_outlives_its_leader (hostile seed 6578): B, locked by A's merge
+    whose MERGE_CANCEL is lost before A crashes, suspects C (crashed at 2.0 s) while
+    locked; when the lock expires it excludes C, and C, restarted alone, is merged back
+    (before: nothing cast the exclusion, C stayed a member of B:4 in B's view while
+    alone in C:3, and B and C never settled)."""
+    rows = run("regress_merge_lock_outlives_its_leader", "two_phase", seed=6578)
+    assert checks.merge_atomicity(rows) == []
+    assert checks.safety(rows) == []
+    excluded = [r for r in checks.records(rows, "cast_view", "B") if r["t"] > 2004_000_000]
+    assert excluded, "B never cast a view after C crashed"
+    assert excluded[0]["detail"]["why"] == "exclude C" and excluded[0]["t"] < 3100_000_000
+    assert convergence(rows, set("BC"), 350_000_000, end=6947_000_000) == []

@@ -94,6 +94,18 @@ class MergeMixin(GmsFields):
         if view is None or self.state not in (St.COORDINATOR, St.PARTICIPANT):
             return out
         now = self.now
+        lock = self.merge_lock
+        if lock is not None and lock[1] <= now:
+            # The lock outlived its merge (its MERGE_CANCEL lost, its leader gone): the
+            # view handler resumes, as when the merge ends, and casts what it queued
+            # meanwhile (hostile seed 6578: B, locked by A's merge, whose MERGE_CANCEL
+            # was lost before A crashed, suspected C throughout the lock and never
+            # excluded it; C restarted alone and, still a member of B's view, was never
+            # merged back).
+            self.merge_lock = None
+            self._process_queue(out)
+            if self.state not in (St.COORDINATOR, St.PARTICIPANT):
+                return out
         if self.merge is not None:
             if now - self.merge.started < self.merge_interval:
                 return out
