@@ -53,6 +53,23 @@ class MergeMixin(GmsFields):
         ):
             self.foreign_changed = self.now
         self.info[src] = (self.now, msg.view_id, msg.coord)
+        p = self.prepared
+        if (
+            p is not None
+            and self.mode == "two_phase"
+            and msg.view_id == p.view_id
+            and src == p.coord == msg.coord
+            and (view is None or p.key > view.key)
+            and self.now - self.prepared_at >= self.status_timeout
+        ):
+            # The coordinator of the view this node prepared reports it as its view: it
+            # installed it, which it does on committing it, so the commit is overdue by
+            # a whole acknowledgement timeout and lost: this is it (hostile seed 2316:
+            # every COMMIT_VIEW and STATUS_VIEW answer from A to C lost behind a link
+            # losing 67 %, C held A:6 prepared for four seconds while A's INFO of A:6
+            # came through). STATUS_VIEW remains the way a commit is recovered first.
+            out.append(Record.of("commit_from_info", view=p.view_id))
+            return out + self._on_commit_view(now, src, M.CommitView(p.view_id, p.members))
         mg = self.merge
         if mg is not None and view is not None and src not in view:
             # Heard while a merge is under way (after a heal, a side the leader could
