@@ -99,12 +99,51 @@ LINEAGE: dict[str, list[Event]] = {
         (300, "D", "resume", {}),
         *[(600, n, "A:5", ["A", "B", "C"]) for n in "ABC"],
     ],
+    # A:5 merges A:3 and C:3 less D, alive: partial unless the network healed less
+    # than the grace before (the merge may have been decided while D was cut off)
+    "healed/within_grace": [
+        *[(0, n, "A:3", ["A", "B"]) for n in "AB"],
+        *[(0, n, "C:3", ["C", "D"]) for n in "CD"],
+        (5, "A", "partition", {"groups": [["A", "B", "C"], ["D"]]}),
+        (200, "A", "heal", {}),
+        *[(300, n, "A:5", ["A", "B", "C"]) for n in "ABC"],
+    ],
+    "healed/after_grace": [
+        *[(0, n, "A:3", ["A", "B"]) for n in "AB"],
+        *[(0, n, "C:3", ["C", "D"]) for n in "CD"],
+        (5, "A", "partition", {"groups": [["A", "B", "C"], ["D"]]}),
+        (200, "A", "heal", {}),
+        *[(500, n, "A:5", ["A", "B", "C"]) for n in "ABC"],
+    ],
+    # A:5 merges A:3 and C:3 while D is paused; B crashes; a second merge takes A and C
+    # from A:5 and D, resumed, from C:3. Led by A, which installed A:5 first, it is a
+    # later merge of A's lineage; led by D, which never installed A:5, it overlaps A:5
+    "lineage/later_merge": [
+        *[(0, n, "A:3", ["A", "B"]) for n in "AB"],
+        *[(0, n, "C:3", ["C", "D"]) for n in "CD"],
+        (5, "D", "pause", {}),
+        *[(100, n, "A:5", ["A", "B", "C"]) for n in "ABC"],
+        (300, "D", "resume", {}),
+        (350, "B", "crash", {}),
+        *[(700, n, "A:7", ["A", "C", "D"]) for n in "ACD"],
+    ],
+    "overlap/concurrent": [
+        *[(0, n, "A:3", ["A", "B"]) for n in "AB"],
+        *[(0, n, "C:3", ["C", "D"]) for n in "CD"],
+        (5, "D", "pause", {}),
+        *[(100, n, "A:5", ["A", "B", "C"]) for n in "ABC"],
+        (300, "D", "resume", {}),
+        (350, "B", "crash", {}),
+        *[(700, n, "D:7", ["A", "C", "D"]) for n in "ACD"],
+    ],
 }
 """Hand-written GMS traces. One coordinator's lineage: two sources of a view, one
 installed by the coordinator before the other, are one subgroup only when the nodes
 that came from the older one are members of the newer one. A member resumed just
 before a merge that left it out: partial only once the grace after the resume is
-over."""
+over, and a member cut off until just before a merge, until the grace after the heal
+is over. Two merges that share a source: concurrent (overlapping) unless one came
+before the other in its creator's lineage."""
 
 
 def _write_rows(out: Path, run_id: str, events: list[Event]) -> list[dict[str, Any]]:
@@ -201,6 +240,10 @@ def test_the_check_and_its_reference_agree(
     assert got["lineage/excluded_return"] == [("partial merge", "A:6")]
     assert not got["resumed/within_grace"] and not ref["resumed/within_grace"]
     assert got["resumed/after_grace"] == [("partial merge", "A:5")]
+    assert not got["healed/within_grace"] and not ref["healed/within_grace"]
+    assert got["healed/after_grace"] == [("partial merge", "A:5")]
+    assert not got["lineage/later_merge"] and not ref["lineage/later_merge"]
+    assert got["overlap/concurrent"] == [("overlapping merges", "A:5")]
 
 
 @pytest.fixture(scope="module")

@@ -548,7 +548,8 @@ def merge_atomicity(rows: list[Row]) -> list[str]:
       network is whole (no partition, or the last one healed) and a node outside the
       view is alive (its last crash/restart/join/leave/pause/resume, if any, was not
       a crash, leave or pause, nor a resume less than ``HEAL_GRACE`` before) and in
-      one of the views being merged;
+      one of the views being merged, unless the heal that made it whole came less
+      than ``HEAL_GRACE`` before (the merge may have been decided before the heal);
     * partial after a heal: the same, the network whole by a heal at ``th`` at least
       ``HEAL_GRACE`` before and the view taking members of two or more sides of the
       healed partition, for a node outside
@@ -556,7 +557,9 @@ def merge_atomicity(rows: list[Row]) -> list[str]:
       the heal (no life action since) and is in a view (any: a subgroup the merge did
       not take at all);
     * overlapping: two merge views draw on one same earlier view and share members,
-      neither member set containing the other.
+      neither member set containing the other, nor coming before the other in the
+      lineage of the other's creator (a later merge of the same lineage that takes a
+      node the first left behind, paused, is a merge of its own, not a concurrent one).
     """
     members: dict[str, tuple[str, ...]] = {}
     sources: dict[str, set[str]] = defaultdict(set)
@@ -659,6 +662,8 @@ def merge_atomicity(rows: list[Row]) -> list[str]:
                 lt = last_life(m, tf)
                 if before(life[m], tf) == "resume" and lt is not None and tf - lt < HEAL_GRACE:
                     continue  # resumed after the merge was decided without it
+                if th is not None and tf - th < HEAL_GRACE:
+                    continue  # healed after the merge was decided without it
                 bad.append(
                     f"partial merge: {n} installed {v} {list(members[v])} at {tf / 1e6:.1f} ms "
                     f"without {m}, alive and still in {p}, which it merges"
@@ -681,7 +686,14 @@ def merge_atomicity(rows: list[Row]) -> list[str]:
     for k, a in enumerate(ordered):
         for b in ordered[k + 1 :]:
             ma, mb = set(members[a]), set(members[b])
-            if sources[a] & sources[b] and ma & mb and not ma <= mb and not mb <= ma:
+            if (
+                sources[a] & sources[b]
+                and ma & mb
+                and not ma <= mb
+                and not mb <= ma
+                and not ancestor(a, b)
+                and not ancestor(b, a)
+            ):
                 bad.append(
                     f"overlapping merges: {a} {sorted(ma)} and {b} {sorted(mb)} both merge "
                     f"{'+'.join(sorted(sources[a] & sources[b]))}"

@@ -435,3 +435,37 @@ def test_a_merge_does_not_wait_for_a_restarted_joiner() -> None:
     assert convergence(rows, set("ABDE"), 200_000_000) == []
     reasons = [r["detail"]["reason"] for r in checks.records(rows, "merge_cancelled", "A")]
     assert "refused by E (no view)" in reasons
+
+
+def test_a_restarted_merge_view_that_would_leave_out_a_live_node_is_given_up() -> None:
+    """regress_restarted_merge_leaves_a_side_out (hostile seed 7364): A's merge view
+    A:11, decided 4 ms after the heal at 4.26 s, is never acknowledged by the crashed
+    G; at the timeout A hears F alive outside it (in F:11 since before the heal), so it
+    gives the merge up instead of restarting it without G, and the next merge takes
+    every live node at once (before: A:12 = {A, B, C, E, H} without F)."""
+    rows = run("regress_restarted_merge_leaves_a_side_out", "two_phase", seed=7364)
+    assert checks.merge_atomicity(rows) == []
+    assert checks.safety(rows) == []
+    (timeout,) = checks.records(rows, "ack_timeout", "A")
+    assert timeout["view"] == "A:11" and timeout["detail"]["missing_acks"] == ["G"]
+    cancelled = [r for r in checks.records(rows, "merge_cancelled", "A") if r["t"] == timeout["t"]]
+    assert [r["detail"]["reason"] for r in cancelled] == ["silent"]
+    merged = [r for r in checks.records(rows, "merge", "A") if r["t"] > timeout["t"]]
+    taken = {m for g in merged[0]["detail"]["subgroups"] for m in g["members"]}
+    assert taken == set("ABCEFH")
+    assert convergence(rows, set("ABCEFH"), 350_000_000, end=8457_000_000) == []
+
+
+def test_a_coordinator_casts_what_it_queued_when_a_merge_lock_expires() -> None:
+    """regress_merge_lock_outlives_its_leader (hostile seed 6578): B, locked by A's merge
+    whose MERGE_CANCEL is lost before A crashes, suspects C (crashed at 2.0 s) while
+    locked; when the lock expires it excludes C, and C, restarted alone, is merged back
+    (before: nothing cast the exclusion, C stayed a member of B:4 in B's view while
+    alone in C:3, and B and C never settled)."""
+    rows = run("regress_merge_lock_outlives_its_leader", "two_phase", seed=6578)
+    assert checks.merge_atomicity(rows) == []
+    assert checks.safety(rows) == []
+    excluded = [r for r in checks.records(rows, "cast_view", "B") if r["t"] > 2004_000_000]
+    assert excluded, "B never cast a view after C crashed"
+    assert excluded[0]["detail"]["why"] == "exclude C" and excluded[0]["t"] < 3100_000_000
+    assert convergence(rows, set("BC"), 350_000_000, end=6947_000_000) == []

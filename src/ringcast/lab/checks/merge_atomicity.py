@@ -27,8 +27,10 @@ It fails a run in which
   node outside the merge is alive and still in one of the merged sources (the merge
   left part of a subgroup behind), unless its last life action is a resume less than
   :data:`HEAL_GRACE` before: a merge restarted without a member that never
-  acknowledged it (paused) was decided while it was stopped, on the group as it was,
-  as a merge installed within :data:`HEAL_GRACE` of a heal may have been;
+  acknowledged it (paused) was decided while it was stopped, on the group as it was;
+  or unless the heal that made the network whole came less than :data:`HEAL_GRACE`
+  before: a merge restarted without a member cut off from its leader was decided
+  before the heal, on the partition as it was;
 * **partial after a heal**: just before a merge's first installation, at least
   :data:`HEAL_GRACE` after the heal that made the network whole, the merge takes
   members of two or more sides of the healed partition, and a node outside it that
@@ -37,7 +39,10 @@ It fails a run in which
   A merge installed sooner may have been decided before the heal, on the partition
   as it was;
 * **overlapping**: two merges draw on one same source and share members, neither
-  member set containing the other (two merge leaders each took part of one subgroup).
+  member set containing the other (two merge leaders each took part of one subgroup),
+  nor one coming before the other in the lineage of the other's creator (a later
+  merge that takes back a node the earlier one left behind, paused, is not a
+  concurrent one).
 
 The reference, in plain Python over one run's rows, is ``merge_atomicity`` in
 ``ringcast.lab.reference``; ``tests/lab/test_merge_atomicity.py`` compares them.
@@ -258,7 +263,10 @@ def _partial(ctx: CheckContext, protocols: frozenset[str], found: DataFrame) -> 
     resumed = F.coalesce(
         (F.col("life") == "resume") & (F.col("tp") - F.col("lt") < HEAL_GRACE), F.lit(False)
     )
-    in_source = source & ~resumed
+    # a merge first installed less than HEAL_GRACE after the heal may have been decided
+    # before it, without a member it could not reach then
+    just_healed = F.coalesce(F.col("tp") - F.col("th") < HEAL_GRACE, F.lit(False))
+    in_source = source & ~resumed & ~just_healed
     after_heal = (
         ~source
         & F.col("healed").isNotNull()
@@ -313,7 +321,7 @@ def _partial(ctx: CheckContext, protocols: frozenset[str], found: DataFrame) -> 
     )
 
 
-def _overlapping(found: DataFrame) -> DataFrame:
+def _overlapping(ctx: CheckContext, protocols: frozenset[str], found: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     one = found.select("run", "protocol", "view", "vm", "tf", F.explode("sources").alias("source"))
@@ -331,11 +339,24 @@ def _overlapping(found: DataFrame) -> DataFrame:
         .agg(F.array_sort(F.collect_set("source")).alias("shared"))
     )
     common = F.array_intersect("vm", "vm2")
-    bad = pairs.filter(
+    crossed = pairs.filter(
         (F.size(common) > 0)
         & (F.size(F.array_except("vm", "vm2")) > 0)
         & (F.size(F.array_except("vm2", "vm")) > 0)
     )
+    # one before the other in the lineage of the other's creator: a later merge that
+    # takes a node the earlier one left behind, not a concurrent one
+    pair = F.struct(F.col("view").alias("a"), F.col("view2").alias("b")).alias("view")
+    forward = crossed.select(
+        "run", pair, F.col("view").alias("source"), F.col("view2").alias("other")
+    )
+    backward = crossed.select(
+        "run", pair, F.col("view2").alias("source"), F.col("view").alias("other")
+    )
+    ordered = _lineage(ctx, protocols, forward.unionByName(backward)).select(
+        "run", F.col("view.a").alias("view"), F.col("view.b").alias("view2")
+    )
+    bad = crossed.join(ordered.distinct(), ["run", "view", "view2"], "left_anti")
     note = F.concat(
         F.lit("overlapping merges: "),
         F.col("view"),
@@ -364,4 +385,4 @@ def _overlapping(found: DataFrame) -> DataFrame:
 
 def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
     found = merges(ctx, protocols)
-    return _partial(ctx, protocols, found).unionByName(_overlapping(found))
+    return _partial(ctx, protocols, found).unionByName(_overlapping(ctx, protocols, found))

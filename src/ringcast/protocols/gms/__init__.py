@@ -120,6 +120,7 @@ SPEC = register(
             "excluded",
             "status_answered",
             "status_view",
+            "commit_from_info",
             "digest_view",
             "merge_start",
             "merge",

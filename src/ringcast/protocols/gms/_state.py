@@ -104,7 +104,7 @@ def _member_rows(state: St) -> dict[tuple[St, Ev], Transition[St]]:
         (state, Ev.COMMIT_VIEW): _t("on_commit_view", *view),
         (state, Ev.STATUS_VIEW): _t("on_status_view", *stay),
         (state, Ev.STATUS_TIMER): _t("status_tick", *stay),
-        (state, Ev.INFO): _t("on_info", *stay),
+        (state, Ev.INFO): _t("on_info", *view),
         (state, Ev.INFO_TIMER): _t("info_tick", *stay),
         (state, Ev.MERGE_REQ): _t("on_merge_req", *stay),
         (state, Ev.MSG): _t("on_msg", *stay),

@@ -256,6 +256,8 @@ class InstallMixin(GmsFields):
                     or m not in self.local_suspects
                     or self.info.get(m, (heard - 1,))[0] >= heard
                 }
+                if not alive:
+                    alive = self._outsiders_alive(members, silent)
                 if alive:
                     # A merge view is installed whole or not at all. A silent member
                     # that is alive for all this node knows (of its own view, asked by

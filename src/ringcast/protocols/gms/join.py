@@ -218,6 +218,7 @@ class JoinMixin(GmsFields):
         for j in sorted(self.q_joins - joins):
             out.append(Record.of("stale_join", node=j, at=self.join_at.get(j, 0)))
         self.join_at = {j: t for j, t in self.join_at.items() if j in joins}
+        self.q_joins = joins
         if not gone and not joins:
             return
         members = [m for m in self.view.members if m not in gone]

@@ -53,6 +53,23 @@ class MergeMixin(GmsFields):
         ):
             self.foreign_changed = self.now
         self.info[src] = (self.now, msg.view_id, msg.coord)
+        p = self.prepared
+        if (
+            p is not None
+            and self.mode == "two_phase"
+            and msg.view_id == p.view_id
+            and src == p.coord == msg.coord
+            and (view is None or p.key > view.key)
+            and self.now - self.prepared_at >= self.status_timeout
+        ):
+            # The coordinator of the view this node prepared reports it as its view: it
+            # installed it, which it does on committing it, so the commit is overdue by
+            # a whole acknowledgement timeout and lost: this is it (hostile seed 2316:
+            # every COMMIT_VIEW and STATUS_VIEW answer from A to C lost behind a link
+            # losing 67 %, C held A:6 prepared for four seconds while A's INFO of A:6
+            # came through). STATUS_VIEW remains the way a commit is recovered first.
+            out.append(Record.of("commit_from_info", view=p.view_id))
+            return out + self._on_commit_view(now, src, M.CommitView(p.view_id, p.members))
         mg = self.merge
         if mg is not None and view is not None and src not in view:
             # Heard while a merge is under way (after a heal, a side the leader could
@@ -94,6 +111,18 @@ class MergeMixin(GmsFields):
         if view is None or self.state not in (St.COORDINATOR, St.PARTICIPANT):
             return out
         now = self.now
+        lock = self.merge_lock
+        if lock is not None and lock[1] <= now:
+            # The lock outlived its merge (its MERGE_CANCEL lost, its leader gone): the
+            # view handler resumes, as when the merge ends, and casts what it queued
+            # meanwhile (hostile seed 6578: B, locked by A's merge, whose MERGE_CANCEL
+            # was lost before A crashed, suspected C throughout the lock and never
+            # excluded it; C restarted alone and, still a member of B's view, was never
+            # merged back).
+            self.merge_lock = None
+            self._process_queue(out)
+            if self.state not in (St.COORDINATOR, St.PARTICIPANT):
+                return out
         if self.merge is not None:
             if now - self.merge.started < self.merge_interval:
                 return out
@@ -197,6 +226,19 @@ class MergeMixin(GmsFields):
             if self.viewless.get(n, -1) >= since:
                 continue
             found.append(n)
+        return found
+
+    def _outsiders_alive(self, members: list[str], silent: set[str]) -> set[str]:
+        """The nodes outside ``members`` and ``silent`` that the failure detector hears
+        alive, a joining node (in no view) left out: a merge restarted without its
+        silent members that left such a node out would be a merge of part of what is
+        reachable (hostile seed 7364: A's merge, decided 4 ms after a heal on answers
+        asked during the partition, restarted without the crashed G 500 ms later and
+        left out F, alive on the other side since the heal)."""
+        found = set()
+        for n in set(self.peers) - set(members) - silent - self.local_suspects:
+            if n != self.node_id and self.viewless.get(n, -1) < self.revived.get(n, 0):
+                found.add(n)
         return found
 
     def _merge_wave(self, mg: MergeRound, view: GView, out: list[Effect]) -> bool:
