@@ -5,6 +5,7 @@ merge is all or nothing (the lab's ``merge_atomicity``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from ringcast.core.effects import (
@@ -63,8 +64,8 @@ class MergeMixin(GmsFields):
             and self.now - self.prepared_at >= self.status_timeout
         ):
             # The coordinator of the view this node prepared reports it as its view: it
-            # installed it, which it does on committing it, so the commit is overdue by
-            # a whole acknowledgement timeout and lost: this is it (hostile seed 2316:
+            # installed it, which it does on committing it; asked for by STATUS_VIEW
+            # already (status_timeout passed), the commit was lost: this is it (hostile seed 2316:
             # every COMMIT_VIEW and STATUS_VIEW answer from A to C lost behind a link
             # losing 67 %, C held A:6 prepared for four seconds while A's INFO of A:6
             # came through). STATUS_VIEW remains the way a commit is recovered first.
@@ -218,28 +219,25 @@ class MergeMixin(GmsFields):
         INFO this node has not heard since it last heard them again, in name order; a
         node in no view (joining) is left out: its JOIN brings it in."""
         found = []
-        for n in sorted(set(self.peers) - set(view.members) - self.local_suspects):
-            since = self.revived.get(n, 0)
+        for n in sorted(self._outsiders_alive(view.members)):
             e = self.info.get(n)
-            if n == self.node_id or (e is not None and e[0] >= since):
-                continue
-            if self.viewless.get(n, -1) >= since:
-                continue
-            found.append(n)
+            if e is None or e[0] < self.revived.get(n, 0):
+                found.append(n)
         return found
 
-    def _outsiders_alive(self, members: list[str], silent: set[str]) -> set[str]:
+    def _outsiders_alive(self, members: Iterable[str], silent: Iterable[str] = ()) -> set[str]:
         """The nodes outside ``members`` and ``silent`` that the failure detector hears
         alive, a joining node (in no view) left out: a merge restarted without its
         silent members that left such a node out would be a merge of part of what is
         reachable (hostile seed 7364: A's merge, decided 4 ms after a heal on answers
         asked during the partition, restarted without the crashed G 500 ms later and
         left out F, alive on the other side since the heal)."""
-        found = set()
-        for n in set(self.peers) - set(members) - silent - self.local_suspects:
-            if n != self.node_id and self.viewless.get(n, -1) < self.revived.get(n, 0):
-                found.add(n)
-        return found
+        outside = set(self.peers) - set(members) - set(silent) - self.local_suspects
+        return {
+            n
+            for n in outside
+            if n != self.node_id and self.viewless.get(n, -1) < self.revived.get(n, 0)
+        }
 
     def _merge_wave(self, mg: MergeRound, view: GView, out: list[Effect]) -> bool:
         """Ask the views the answers heard of and this node did not (one node each, as
