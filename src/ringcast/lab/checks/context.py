@@ -19,6 +19,7 @@ annotated per node, in event order ``i``:
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -174,6 +175,18 @@ class CheckContext:
             self._cache[key] = df
         return self._cache[key]
 
+    def shared(self, key: str, build: Any) -> DataFrame:
+        """``build()``, computed once for this context: a small intermediate frame that
+        a check reads on several branches of its plan. It is a local checkpoint, taken
+        lazily (by the first job that reads it): the frames built on it start from its
+        rows instead of repeating its lineage, which Spark would otherwise analyse,
+        plan and run again on every branch (``DataFrame.localCheckpoint``; its blocks
+        are the executors' cached blocks, freed with the frame)."""
+        key = "shared:" + key
+        if key not in self._cache:
+            self._cache[key] = build().localCheckpoint(eager=False)
+        return self._cache[key]  # type: ignore[no-any-return]
+
     def materialize(self) -> None:
         """Compute the annotated rows and the deliveries and hold them (one job each;
         none for deliveries where :attr:`delivery_runs` is empty), so that every check
@@ -191,10 +204,16 @@ class CheckContext:
         return other
 
     def close(self) -> None:
+        """Unpersist the cached frames, then let Python collect its garbage: py4j's
+        proxy of a JVM object keeps the methods called on it, each pointing back to the
+        proxy, so a proxy no longer used is freed only by the cycle collector, and until
+        then it holds its JVM object (a check's query, its plan and broadcast tables:
+        hundreds of MB on a large run) in the driver's heap."""
         for df in self._cache.values():
             if hasattr(df, "unpersist"):
                 df.unpersist()
         self._cache.clear()
+        gc.collect()
 
     # -------------------------------------------------------------- frames
 

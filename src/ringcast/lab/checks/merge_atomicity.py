@@ -384,5 +384,6 @@ def _overlapping(ctx: CheckContext, protocols: frozenset[str], found: DataFrame)
 
 
 def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
-    found = merges(ctx, protocols)
+    # a few rows a run, read by both rules, each on two branches
+    found = ctx.shared(f"{NAME}:{','.join(sorted(protocols))}", lambda: merges(ctx, protocols))
     return _partial(ctx, protocols, found).unionByName(_overlapping(ctx, protocols, found))
