@@ -165,13 +165,28 @@ def frame(m: object, *, my_aru: int | None, window_size: int) -> str | None:
             return bad
     if seq < 1:
         return "seq 0 is not a frame's"
-    if my_aru is not None and seq > my_aru + ahead(window_size):
+    # ahead(window_size), written out: this runs for every frame received
+    if my_aru is not None and seq > my_aru + AHEAD_WINDOWS * window_size + MAX_NODES:
         return f"seq {seq} too far above my_aru {my_aru}"
     if type(m.safe) is not bool:
         return "safe is not a bool"
     chunks = m.chunks
     if type(chunks) is not tuple or not 1 <= len(chunks) <= MAX_CHUNKS:
         return f"chunks must number 1 to {MAX_CHUNKS}"
+    if len(chunks) == 1:  # the common case: _chunk's checks of the one chunk, inline
+        c = chunks[0]
+        if type(c) is Chunk:
+            msg_id, frag, frags = c.msg_id, c.frag, c.frags
+            if (
+                type(msg_id) is str
+                and 0 < len(msg_id) <= 255
+                and type(c.payload) is bytes
+                and type(frags) is int
+                and 1 <= frags <= MAX_FRAGS
+                and type(frag) is int
+                and 0 <= frag < frags
+            ):
+                return None
     for c in chunks:
         bad = _chunk(c)
         if bad:
