@@ -33,6 +33,7 @@ protocol nests more than two).
 from __future__ import annotations
 
 import enum
+import functools
 import struct
 import threading
 import types
@@ -81,6 +82,7 @@ def cluster_id_of(name: str) -> int:
 
 _Enc = Callable[[Any, list[bytes]], None]
 _Dec = Callable[[memoryview, int], tuple[Any, int]]
+_Size = Callable[[Any], int]
 
 _BY_TYPE: dict[int, type] = {}
 _CODECS: dict[type, tuple[int, _Enc, _Dec]] = {}
@@ -90,6 +92,9 @@ _FAST: dict[type, tuple[int, _Enc, _Dec]] = {}
 does not take): what a fast decoder calls for a message nested in its own."""
 _GENERIC_DEC: dict[type, _Dec] = {}
 """Per class: the generic decoder alone: what a generic decoder calls for a nested one."""
+_SIZES: dict[type, _Size] = {}
+"""Per class: its generated size function, which raises on values it does not count (see
+:func:`encoded_size`); empty when the generated codecs are switched off."""
 
 T = TypeVar("T")
 
@@ -105,11 +110,13 @@ def wire(type_id: int) -> Callable[[type[T]], type[T]]:
         if type_id in _BY_TYPE and _BY_TYPE[type_id] is not cls:
             other = _BY_TYPE[type_id].__name__
             raise ValueError(f"message type id {type_id:#06x} already used by {other}")
-        enc, dec, fast_dec, generic_dec = _compile_message(cls)
+        enc, dec, fast_dec, generic_dec, size = _compile_message(cls)
         _BY_TYPE[type_id] = cls
         _CODECS[cls] = (type_id, enc, dec)
         _FAST[cls] = (type_id, enc, fast_dec)
         _GENERIC_DEC[cls] = generic_dec
+        if size is not None:
+            _SIZES[cls] = size
         return cls
 
     return register
@@ -304,6 +311,27 @@ _dec_any_fast = _any_decoder(_FAST, True)
 _dec_any_generic = _any_decoder(_GENERIC_DEC, False)
 
 
+def _size_any(v: Any) -> int:
+    """The encoded size of an ``object`` field: a type id, then the message's body."""
+    return 2 + _SIZES[type(v)](v)
+
+
+def _size_by_encoding(enc: _Enc, v: Any) -> int:
+    out: list[bytes] = []
+    enc(v, out)
+    return sum(map(len, out))
+
+
+def _size_for(tp: Any, owner: str) -> _Size:
+    """The size function of a field of type ``tp`` that the generated size function does
+    not count inline: a message's own, else the length of what the field's encoder writes."""
+    if tp is object:
+        return _size_any
+    if isinstance(tp, type) and tp in _SIZES:
+        return _SIZES[tp]
+    return functools.partial(_size_by_encoding, _codec_for(tp, owner, False)[0])
+
+
 def _codec_for(tp: Any, owner: str, fast: bool) -> tuple[_Enc, _Dec, int]:
     """The encoder, decoder and least encoded size of a field of type ``tp``; a message
     inside it is decoded by its fast decoder alone if ``fast``, else its generic one."""
@@ -331,9 +359,10 @@ def _codec_for(tp: Any, owner: str, fast: bool) -> tuple[_Enc, _Dec, int]:
     raise TypeError(f"{owner}: field type {tp!r} has no wire encoding")
 
 
-def _compile_message(cls: type) -> tuple[_Enc, _Dec, _Dec, _Dec]:
+def _compile_message(cls: type) -> tuple[_Enc, _Dec, _Dec, _Dec, _Size | None]:
     """The encoder of ``cls``, its decoder (fast, falling back to generic on any error),
-    its fast decoder alone and its generic decoder alone."""
+    its fast decoder alone, its generic decoder alone and its generated size function
+    (None when the generated codecs are switched off)."""
     hints = typing.get_type_hints(cls)
     plan = [
         (f.name, *_codec_for(hints[f.name], f"{cls.__name__}.{f.name}", False)[:2])
@@ -360,15 +389,21 @@ def _compile_message(cls: type) -> tuple[_Enc, _Dec, _Dec, _Dec]:
         return cls(*values), off
 
     if not FAST_CODECS:
-        return enc, dec, dec, dec
+        return enc, dec, dec, dec, None
     fast_decs = [
         _codec_for(hints[f.name], f"{cls.__name__}.{f.name}", True)[1] for f in fields(cls)
     ]
+    sizes = [_size_for(hints[f.name], f"{cls.__name__}.{f.name}") for f in fields(cls)]
     item_codecs = {tp: _PRIMS[tp] for tp in (int, str, bytes)}
-    fenc, fdec = _codegen.generate(
-        cls, list(zip(encs, fast_decs, strict=True)), _FAST, item_codecs, (enc, dec)
+    fenc, fdec, size = _codegen.generate(
+        cls,
+        list(zip(encs, fast_decs, sizes, strict=True)),
+        _FAST,
+        item_codecs,
+        _SIZES,
+        (enc, dec),
     )
-    return fenc, fdec, fdec.fast, dec  # type: ignore[attr-defined]
+    return fenc, fdec, fdec.fast, dec, size  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------- frames
@@ -382,6 +417,18 @@ def encode_body(msg: Any) -> bytes:
     out: list[bytes] = []
     enc(msg, out)
     return b"".join(out)
+
+
+def encoded_size(msg: Any) -> int:
+    """``len(encode_body(msg))``, and raising what it raises, counted without building the
+    bytes when the message's generated size function takes the values it holds."""
+    size = _SIZES.get(type(msg))
+    if size is not None:
+        try:
+            return size(msg)
+        except Exception:  # a value it does not count: the encoder decides
+            pass
+    return len(encode_body(msg))
 
 
 def encode(msg: Any, *, sender: str, cluster_id: int = 0) -> bytes:

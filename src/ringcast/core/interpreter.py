@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ringcast.core.codec import EncodeError, encode_body
+from ringcast.core.codec import EncodeError, encoded_size
 from ringcast.core.effects import (
     EVERY_NETWORK,
     Backpressure,
@@ -318,6 +318,6 @@ def _body_size(msg: Any) -> int | None:
     """The bytes of ``msg``'s encoded body (the wire codec's, without the frame header
     and the runtime's security envelope), or None when it cannot be encoded."""
     try:
-        return len(encode_body(msg))
+        return encoded_size(msg)
     except EncodeError:
         return None

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ringcast.core.codec import DecodeError, EncodeError, decode, encode, encode_body
+from ringcast.core.codec import DecodeError, EncodeError, decode, encode, encoded_size
 from ringcast.core.effects import Deliver
 from ringcast.core.events import LockRelease, Received, Start, Stop, TimerFired
 from ringcast.core.ids import View
@@ -238,7 +238,7 @@ class Simulation:
 
     def _size(self, msg: Any) -> int:
         try:
-            return len(encode_body(msg))
+            return encoded_size(msg)
         except EncodeError:
             return 0
 

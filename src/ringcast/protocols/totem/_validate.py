@@ -145,19 +145,48 @@ def frame(m: object, *, my_aru: int | None, window_size: int) -> str | None:
     for a ring it has no log of: the frame is only a foreign message then)."""
     if type(m) is not Mcast:
         return "not a regular frame"
-    seq = m.seq
-    bad = ring_id(m.ring_id) or _seq("seq", seq) or _node("sender", m.sender)
-    if bad:
-        return bad
+    rid, seq, sender = m.ring_id, m.seq, m.sender
+    # The common case first, checked inline: a ring id of a valid seq and a representative
+    # whose id was found valid before, a valid seq and a sender whose id was found valid
+    # before; else the checks in full, naming the first problem.
+    if not (
+        type(rid) is RingId
+        and type(rid.seq) is int
+        and 0 <= rid.seq <= MAX_SEQ
+        and type(rid.rep) is str
+        and rid.rep in _VALID_IDS
+        and type(seq) is int
+        and 0 <= seq <= MAX_SEQ
+        and type(sender) is str
+        and sender in _VALID_IDS
+    ):
+        bad = ring_id(rid) or _seq("seq", seq) or _node("sender", sender)
+        if bad:
+            return bad
     if seq < 1:
         return "seq 0 is not a frame's"
-    if my_aru is not None and seq > my_aru + ahead(window_size):
+    # ahead(window_size), written out: this runs for every frame received
+    if my_aru is not None and seq > my_aru + AHEAD_WINDOWS * window_size + MAX_NODES:
         return f"seq {seq} too far above my_aru {my_aru}"
     if type(m.safe) is not bool:
         return "safe is not a bool"
     chunks = m.chunks
     if type(chunks) is not tuple or not 1 <= len(chunks) <= MAX_CHUNKS:
         return f"chunks must number 1 to {MAX_CHUNKS}"
+    if len(chunks) == 1:  # the common case: _chunk's checks of the one chunk, inline
+        c = chunks[0]
+        if type(c) is Chunk:
+            msg_id, frag, frags = c.msg_id, c.frag, c.frags
+            if (
+                type(msg_id) is str
+                and 0 < len(msg_id) <= 255
+                and type(c.payload) is bytes
+                and type(frags) is int
+                and 1 <= frags <= MAX_FRAGS
+                and type(frag) is int
+                and 0 <= frag < frags
+            ):
+                return None
     for c in chunks:
         bad = _chunk(c)
         if bad:
@@ -196,49 +225,74 @@ def token(
     safe delivery and flow control, or the end of recovery would wait for ever)."""
     if type(t) is not Token:
         return "not a token"
-    bad = (
-        ring_id(t.ring_id)
-        or _seq("token_seq", t.token_seq)
-        or _seq("seq", t.seq)
-        or _seq("aru", t.aru)
-        or _seq("rec_seq", t.rec_seq)
-        or _node("aru_id", t.aru_id, empty_ok=True)
-        or _node("retrans_id", t.retrans_id, empty_ok=True)
-    )
-    if bad:
-        return bad
-    if t.aru > t.seq:
-        return f"aru {t.aru} above seq {t.seq}"
-    if t.rec_seq > t.seq:
-        return f"rec_seq {t.rec_seq} above seq {t.seq}"
-    if my_aru is not None and t.seq > my_aru + ahead(window_size):
-        return f"seq {t.seq} too far above my_aru {my_aru}"
-    if type(t.retrans_flg) is not bool:
+    rid, token_seq, seq, aru, rec_seq = t.ring_id, t.token_seq, t.seq, t.aru, t.rec_seq
+    aru_id, retrans_id = t.aru_id, t.retrans_id
+    # The common case first, checked inline: a ring id as a frame's, valid seqs, and node
+    # ids empty or found valid before; else the checks in full, naming the first problem.
+    if not (
+        type(rid) is RingId
+        and type(rid.seq) is int
+        and 0 <= rid.seq <= MAX_SEQ
+        and type(rid.rep) is str
+        and rid.rep in _VALID_IDS
+        and type(token_seq) is int
+        and 0 <= token_seq <= MAX_SEQ
+        and type(seq) is int
+        and 0 <= seq <= MAX_SEQ
+        and type(aru) is int
+        and 0 <= aru <= MAX_SEQ
+        and type(rec_seq) is int
+        and 0 <= rec_seq <= MAX_SEQ
+        and type(aru_id) is str
+        and (aru_id == "" or aru_id in _VALID_IDS)
+        and type(retrans_id) is str
+        and (retrans_id == "" or retrans_id in _VALID_IDS)
+    ):
+        bad = (
+            ring_id(rid)
+            or _seq("token_seq", token_seq)
+            or _seq("seq", seq)
+            or _seq("aru", aru)
+            or _seq("rec_seq", rec_seq)
+            or _node("aru_id", aru_id, empty_ok=True)
+            or _node("retrans_id", retrans_id, empty_ok=True)
+        )
+        if bad:
+            return bad
+    if aru > seq:
+        return f"aru {aru} above seq {seq}"
+    if rec_seq > seq:
+        return f"rec_seq {rec_seq} above seq {seq}"
+    if my_aru is not None and seq > my_aru + ahead(window_size):
+        return f"seq {seq} too far above my_aru {my_aru}"
+    retrans_flg = t.retrans_flg
+    if type(retrans_flg) is not bool:
         return "retrans_flg is not a bool"
     # Set together and cleared together by the member that names itself; a null aru_id
     # means every member had every frame (aru = seq). Otherwise nobody would ever reset
     # them: the aru (safe delivery, flow control) or the end of Recovery would wait for
     # ever (the garble soak).
-    if t.retrans_flg != (t.retrans_id != ""):
+    if retrans_flg != (retrans_id != ""):
         return "retrans_flg and retrans_id disagree"
-    if not t.aru_id and t.aru != t.seq:
-        return f"null aru_id with aru {t.aru} below seq {t.seq}"
+    if not aru_id and aru != seq:
+        return f"null aru_id with aru {aru} below seq {seq}"
     if members is not None:
-        for name in ("aru_id", "retrans_id"):
-            v = getattr(t, name)
-            if v and v not in members:
-                return f"{name} {v!r} is not a member of the ring"
-    for name in ("fcc", "backlog"):
-        v = getattr(t, name)
-        if type(v) is not int or not 0 <= v <= MAX_COUNT:
-            return f"{name} {v!r} out of range"
+        if aru_id and aru_id not in members:
+            return f"aru_id {aru_id!r} is not a member of the ring"
+        if retrans_id and retrans_id not in members:
+            return f"retrans_id {retrans_id!r} is not a member of the ring"
+    fcc, backlog = t.fcc, t.backlog
+    if type(fcc) is not int or not 0 <= fcc <= MAX_COUNT:
+        return f"fcc {fcc!r} out of range"
+    if type(backlog) is not int or not 0 <= backlog <= MAX_COUNT:
+        return f"backlog {backlog!r} out of range"
     rtr = t.rtr
     if type(rtr) is not tuple or len(rtr) > RTR_MAX:
         return f"rtr longer than {RTR_MAX}"
     for s in rtr:
-        if type(s) is not int or not 1 <= s <= t.seq:
+        if type(s) is not int or not 1 <= s <= seq:
             return f"rtr entry {s!r} not in [1, seq]"
-    if len(set(rtr)) != len(rtr):
+    if len(rtr) > 1 and len(set(rtr)) != len(rtr):
         return "rtr repeats a seq"
     return None
 
