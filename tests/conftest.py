@@ -13,11 +13,13 @@ the day-to-day subset (``./dev test --quick``, ``pytest -m "not slow and not ran
   cores (pytest-xdist: simulated runs are seeded, so where a test runs changes nothing),
   and then these in two lanes side by side (pytest-xdist's ``xdist_group``): the
   ``spark`` lane holds the lab's tests and every test that uses the session's
-  SparkSession (one SparkSession for the test session, in that lane's process) and the
-  local-cluster test that loads a core on purpose; the ``realtime`` lane holds the other
-  real-process and network-namespace tests and the lab's cluster tests, whose Spark is
-  processes of their own. Each lane runs its tests one at a time; a lane's tests
-  pick free ports or namespaces of their own, so the two lanes never share one.
+  SparkSession (one SparkSession for the test session, in that lane's process); the
+  ``realtime`` lane holds the other real-process and network-namespace tests and the
+  lab's cluster tests, whose Spark is processes of their own. Each lane runs its tests
+  one at a time; a lane's tests pick free ports or namespaces of their own, so the two
+  lanes never share one;
+* ``alone``: the real-process tests that need the machine to themselves
+  (:data:`ALONE_FILES`): ``./dev test`` runs them last, one at a time.
 
 CI runs everything (``./dev test``)."""
 
@@ -45,9 +47,11 @@ SLOW_FILES = ("sim/test_bounded_state.py", "protocols/totem/test_rrp.py")
 """Simulated suites of 30 s and more on a shared 2-core machine."""
 RANDOMIZED_FILES = ("test_randomized.py", "test_hostile.py")
 SERIAL_FOLDERS = ("lab", "runtime", "live", "references")
-SPARK_LANE_FILES = ("runtime/test_steady_cluster.py",)
-"""Serial tests without Spark that run in the ``spark`` lane: a CPU burner on one of the
-two cores leaves no room for another lane's work."""
+ALONE_FILES = ("runtime/test_steady_cluster.py",)
+"""Real-process tests that need the machine to themselves (marker ``alone``): ``./dev
+test`` runs them last, one at a time, after both lanes. The steady-cluster test takes
+one of the two cores with a CPU burner on purpose; beside the other lane's JVMs, a node
+was starved past its token timeout and the cluster flapped."""
 REALTIME_LANE_FILES = ("lab/test_cluster.py",)
 """Lab tests that run in the ``realtime`` lane: their Spark is processes of their own (a
 standalone cluster, a Connect server, ``ringcast lab`` commands), never the session's
@@ -59,6 +63,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "randomized: a sweep of random seeds or inputs")
     config.addinivalue_line(
         "markers", "serial: starts Spark or real processes, or keeps real time: one at a time"
+    )
+    config.addinivalue_line(
+        "markers", "alone: a real-process test run after every other, with nothing beside it"
     )
 
 
@@ -82,12 +89,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.randomized)
         if folder in SERIAL_FOLDERS:
             item.add_marker(pytest.mark.serial)
+        if rel in ALONE_FILES:
+            item.add_marker(pytest.mark.alone)
     # a module goes to one lane whole, so that its module-scoped fixtures are built once
     spark_modules = {
         item.path
         for item in items
         if "spark" in getattr(item, "fixturenames", ())
-        or _rel(item) in SPARK_LANE_FILES
         or (_rel(item).startswith("lab/") and _rel(item) not in REALTIME_LANE_FILES)
     }
     for item in items:
