@@ -2,7 +2,7 @@
 10 M events with local[1] and local[2], beside a single-process pandas total-order check.
 
     python bench/lab_check.py [--sizes 1000000 10000000] [--masters local[1] local[2]]
-        [--shuffle-per-core 1] [--no-pandas] [--repeat R] [--exact] [--pin]
+        [--shuffle-per-core 1] [--no-pandas] [--repeat R] [--exact] [--no-screen] [--pin]
         [--conf KEY=VALUE ...] [--compare] [--traces DIR ...] [--ceiling]
         [--format ringcast|arrow ...]
 
@@ -217,12 +217,21 @@ def pandas_total_order(path: Path) -> int:
     return bad
 
 
+MODES: dict[str, dict[str, bool]] = {
+    "all properties": {},
+    "no screen     ": {"screen": False},
+    "exact checks  ": {"certify": False},
+}
+"""How the suite is run: the default (the screen, then the certificate, then the exact
+checks), without the screen (``--no-screen``), and the exact checks alone (``--exact``)."""
+
+
 def spark_suite(
     path: Path,
     master: str,
     per_core: int = 1,
     repeat: int = 1,
-    certify: bool = True,
+    mode: str = "all properties",
     conf: dict[str, str] | None = None,
 ) -> list[Sample]:
     """The full suite ``repeat`` times in one SparkSession, one sample each (the CPU is
@@ -241,7 +250,7 @@ def spark_suite(
         jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]
 
         def suite() -> int:
-            results = run_checks(trace, overrides={"synth": PROPERTIES}, certify=certify)
+            results = run_checks(trace, overrides={"synth": PROPERTIES}, **MODES[mode])
             return sum(r.violations for r in results)
 
         for _ in range(repeat):
@@ -269,7 +278,7 @@ def spark_in_child(
     master: str,
     per_core: int,
     repeat: int,
-    certify: bool,
+    mode: str,
     pin: bool,
     conf: dict[str, str] | None = None,
     cpus: list[int] | None = None,
@@ -279,7 +288,7 @@ def spark_in_child(
     the master has task slots, so that ``local[1]`` gets one core, JIT and GC
     included, and ``local[2]`` two; ``cpus`` names them instead."""
     cmd = [sys.executable, __file__, "--child", str(path), master, str(per_core)]
-    cmd += [str(repeat), "1" if certify else "0", json.dumps(conf or {})]
+    cmd += [str(repeat), mode, json.dumps(conf or {})]
     if cpus is None:
         cpus = sorted(os.sched_getaffinity(0))[: _cores(master)] if pin else []
 
@@ -296,9 +305,9 @@ def spark_in_child(
 
 def main() -> None:
     if len(sys.argv) == 8 and sys.argv[1] == "--child":
-        path, master, per_core, repeat, certify, conf = sys.argv[2:]
+        path, master, per_core, repeat, mode, conf = sys.argv[2:]
         samples = spark_suite(
-            Path(path), master, int(per_core), int(repeat), certify == "1", json.loads(conf)
+            Path(path), master, int(per_core), int(repeat), mode, json.loads(conf)
         )
         for sample in samples:
             print(json.dumps(sample._asdict()), flush=True)
@@ -319,7 +328,12 @@ def main() -> None:
     ap.add_argument(
         "--exact",
         action="store_true",
-        help="also time the exact checks alone (no certificate) per master",
+        help="also time the exact checks alone (no screen, no certificate) per master",
+    )
+    ap.add_argument(
+        "--no-screen",
+        action="store_true",
+        help="also time the suite without the screen (the certificate, then the exact checks)",
     )
     ap.add_argument(
         "--pin",
@@ -382,13 +396,14 @@ def main() -> None:
                 sample = measured(os.getpid(), functools.partial(pandas_total_order, path))
                 line = _line(n, sample)
                 print(f"{n:>10} events  pandas total_order{tag_fmt}  {line}", flush=True)
-            for master, certify, (tag, settings) in itertools.product(
-                args.masters, (True, False) if args.exact else (True,), confs
-            ):
+            modes = [
+                m for m, on in zip(MODES, (True, args.no_screen, args.exact), strict=True) if on
+            ]
+            for master, mode, (tag, settings) in itertools.product(args.masters, modes, confs):
                 runs = spark_in_child(
-                    path, master, args.shuffle_per_core, args.repeat, certify, args.pin, settings
+                    path, master, args.shuffle_per_core, args.repeat, mode, args.pin, settings
                 )
-                label = ("all properties" if certify else "exact checks  ") + tag + tag_fmt
+                label = mode + tag + tag_fmt
                 for k, sample in enumerate(runs):
                     print(
                         f"{n:>10} events  spark {master:9} {label} "

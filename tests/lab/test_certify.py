@@ -1,17 +1,22 @@
 """The certificate for total_order, fifo and integrity: which runs it proves, and that
-checking with it gives exactly the results of the exact checks alone."""
+checking with it gives exactly the results of the exact checks alone.
+
+The screen (``tests/lab/test_screen.py``), which clears the runs that hold before the
+certificate sees them, is off here: these tests are the certificate's."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import json
 from typing import Any
 
 import pytest
 from lab_traces import MS, MUTATIONS, _row, clean_trace, renumber, to_table
 
-from ringcast.lab.checks import certify, run_checks
+from ringcast.lab.checks import certify
+from ringcast.lab.checks import run_checks as _run_checks
 from ringcast.lab.checks.certify import failed_runs, plan_layout
 from ringcast.lab.checks.context import CheckContext
 from ringcast.lab.checks.runner import READS_DELIVERIES
@@ -20,6 +25,7 @@ from ringcast.lab.properties import PROPERTIES
 NODES = ("A", "B", "C", "D")
 LONGEST = "spark.sql.maxMetadataStringLength"
 RUN_SCOPED = "certproto"  # not in ORDER_SCOPE: total order over the whole run
+run_checks = functools.partial(_run_checks, screen=False)
 
 
 def steady(run: str, msgs: int = 12) -> list[dict[str, Any]]:
@@ -194,8 +200,11 @@ def test_certified_and_exact_checks_agree(shapes: Any) -> None:
 
 def test_every_corruption_agrees_with_and_without_certificate(spark: Any) -> None:
     """The lab's corruption catalogue, total order scoped to the run and (Totem) to a
-    configuration: the same verdicts with the certificate as without. Both scopes are
-    checked in one pass, each corrupted run named by its scope."""
+    configuration: the same verdicts with the certificate as without, and with the
+    screen in front of both (``tests/lab/test_screen.py``) as without either. Both
+    scopes are checked in one pass, each corrupted run named by its scope."""
+    from ringcast.lab.checks import screen
+
     frames = []
     for protocol in (RUN_SCOPED, "totem"):
         rows = clean_trace(f"{protocol}:clean")
@@ -204,8 +213,18 @@ def test_every_corruption_agrees_with_and_without_certificate(spark: Any) -> Non
         frames.append(_frame(spark, copy.deepcopy(rows), protocol))
     frame = frames[0].unionByName(frames[1])
     claims = {RUN_SCOPED: PROPERTIES, "totem": PROPERTIES}
+    plain = _run_checks(frame, overrides=claims, examples=1000, certify=False)
+    certified = run_checks(frame, overrides=claims, examples=1000, properties=READS_DELIVERIES)
+    screened = _run_checks(frame, overrides=claims, examples=1000)
+    assert _outcome(certified) == {
+        p: o for p, o in _outcome(plain).items() if p in READS_DELIVERIES
+    }
+    assert _outcome(screened) == _outcome(plain)
+    assert all(r.runs_certified == r.runs_screened == 0 for r in plain)
+    by = {r.property: r for r in screened}
+    for name in screen.SCREENS:  # the clean runs cleared, at least
+        assert by[name].runs_screened >= 2 or not by[name].runs_checked, name
     # every corruption is found in both scopes
-    by = {r.property: r for r in _agree(frame, claims, 1000)}
     for name, (_, prop) in MUTATIONS.items():
         for protocol in (RUN_SCOPED, "totem"):
             run = f"{protocol}:m:{name}"

@@ -514,7 +514,7 @@ def register(sub: Any) -> None:
         "--no-certify",
         dest="certify",
         action="store_false",
-        help="run the exact checks on every run (no certificate for order and integrity)",
+        help="run the exact checks on every run (no screen, no certificate)",
     )
     _checking(s)
     _common(s)

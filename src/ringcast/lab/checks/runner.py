@@ -19,6 +19,7 @@ from ringcast.lab.checks.context import (
     JudgedCrash,
     small_frame,
 )
+from ringcast.lab.checks.screen import screen as screen_runs
 from ringcast.lab.properties import PROPERTIES, claims, declares_kind
 from ringcast.lab.session import job_context
 
@@ -54,8 +55,11 @@ class PropertyResult:
     description: str
     status: str
     runs_checked: int = 0
+    runs_screened: int = 0
+    """Of the runs checked, those the screen cleared (:mod:`.screen`)."""
     runs_certified: int = 0
-    """Of the runs checked, those proved by the certificate (:mod:`.certify`)."""
+    """Of the runs checked, those proved by the certificate (:mod:`.certify`), of the
+    runs the screen did not clear."""
     runs_violated: int = 0
     """Runs with a violation that no expectation covers (and ``violations``, those)."""
     violations: int = 0
@@ -89,6 +93,7 @@ def run_checks(
     certify: bool = True,
     expected: DataFrame | None = None,
     judged: list[JudgedCrash] | None = None,
+    screen: bool = True,
 ) -> list[PropertyResult]:
     """Check ``properties`` (default: all) over ``trace`` (trace columns + protocol).
 
@@ -103,10 +108,13 @@ def run_checks(
     counterexamples are marked ``expected`` and come after the others, and a property
     with no other violation is :data:`EXPECTED` instead of :data:`VIOLATED`.
 
-    With ``certify`` (the default), total_order, fifo and integrity are first proved
-    for the runs whose deliveries pass :mod:`ringcast.lab.checks.certify`; only the
-    other runs go through their exact checks (``certify=False``: every run does). The
-    deliveries of a run are read by the exact checks only when one of them needs it.
+    With ``certify`` (the default), the runs the screen clears
+    (:mod:`ringcast.lab.checks.screen`, ``screen=False``: none) go through no exact
+    check of the properties it clears them for; then total_order, fifo and integrity
+    are proved for the runs whose deliveries pass :mod:`ringcast.lab.checks.certify`;
+    only the other runs go through their exact checks (``certify=False``: every run
+    does, the plain reference). The deliveries of a run are read by the exact checks
+    only when one of them needs it.
 
     Adaptive query execution is off meanwhile (:data:`ADAPTIVE`). The checks run in two
     rounds, each annotating its rows once and holding them in memory, counting the
@@ -165,9 +173,15 @@ def run_checks(
                 # no node installed two regular configurations: no segment to compare
                 runs = [r for r in runs if regular.get(r, 0) >= 2]
             exact[name] = runs
+        if certify and screen:
+            with _phase(sc, "ringcast check: screen the runs"):
+                cleared = screen_runs(ctx, exact)
+            for name, result, _active, _runs in plans:
+                result.runs_screened = len(exact[name]) - len(cleared[name])
+            exact = cleared
         first = {n: runs for n, runs in exact.items() if n not in READS_DELIVERIES}
         with ThreadPoolExecutor(1, thread_name_prefix="ringcast-certificate") as pool:
-            proof = _start_certificate(ctx, plans, pool) if certify else None
+            proof = _start_certificate(ctx, exact, pool) if certify else None
             # one worker: the second round starts as soon as the certificate is done
             second = pool.submit(
                 _in_pool, sc, _second_round, ctx, plans, exact, proof, examples, expected
@@ -198,10 +212,10 @@ def _second_round(
     None: no certificate) left."""
     certified = proof.result() if proof is not None else set()
     second: dict[str, list[str]] = {}
-    for name, result, _active, runs in plans:
+    for name, result, _active, _runs in plans:
         if name in CERTIFIED:
             second[name] = [r for r in exact[name] if r not in certified]
-            result.runs_certified = len(runs) - len(second[name])
+            result.runs_certified = len(exact[name]) - len(second[name])
         elif name in READS_DELIVERIES:
             # the certificate proves nothing about these (a node that stops delivering
             # before the others keeps one common order, and misses messages)
@@ -296,14 +310,12 @@ def _plan_one(
 
 
 def _start_certificate(
-    ctx: CheckContext,
-    plans: list[tuple[str, PropertyResult, frozenset[str], list[str]]],
-    pool: ThreadPoolExecutor,
+    ctx: CheckContext, exact: Mapping[str, list[str]], pool: ThreadPoolExecutor
 ) -> Future[set[str]]:
-    """Plan the certificate of the runs that total_order, fifo or integrity is checked
-    on (on this thread) and run it in ``pool``: the future's result is the runs it
-    proves the three properties for."""
-    wanted = {r for name, _res, _act, runs in plans if name in CERTIFIED for r in runs}
+    """Plan the certificate of the runs that total_order, fifo or integrity still has
+    to check (``exact``; on this thread) and run it in ``pool``: the future's result is
+    the runs it proves the three properties for."""
+    wanted = {r for name, runs in exact.items() if name in CERTIFIED for r in runs}
     nodes = [n for n in ctx.run_nodes if n.run in wanted]
     if not nodes:
         return pool.submit(set)
