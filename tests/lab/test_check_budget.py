@@ -118,3 +118,18 @@ def test_the_broken_run_is_found(spark: Any, trace: Any) -> None:
     assert {r["run"] for r in bad} == {"bad"}
     assert all("n042" in r["nodes"] for r in bad)
     assert len({r["nodes"][0] if r["nodes"][0] != "n042" else r["nodes"][1] for r in bad}) > 90
+
+
+def test_merge_atomicity_plans_its_merges_once(spark: Any, trace: Any) -> None:
+    """merge_atomicity reads its merges on four branches of its plan; they are a local
+    checkpoint (``CheckContext.shared``), so the branches start from its rows instead
+    of each repeating the merges' lineage. On this trace the executed plan had 190
+    broadcast joins when the lineage was repeated, and has 7."""
+    ctx = CheckContext(trace=trace)
+    try:
+        df = CHECKS["merge_atomicity"].violations(ctx, frozenset({"raincore"}))
+        df.collect()
+        plan = df._jdf.queryExecution().executedPlan().toString()
+    finally:
+        ctx.close()
+    assert plan.count("BroadcastHashJoin") <= 20, plan.count("BroadcastHashJoin")

@@ -165,10 +165,14 @@ class CheckContext:
     deliveries of); None keeps them for every run."""
     _cache: dict[str, Any] = field(default_factory=dict)
 
-    def _cached(self, key: str, build: Any) -> Any:
+    def _cached(self, key: str, build: Any, *, checkpoint: bool = False) -> Any:
+        """``build()``, computed once for this context. A DataFrame is persisted (memory,
+        then disk), or with ``checkpoint`` made a local checkpoint (:meth:`shared`)."""
         if key not in self._cache:
             df = build()
-            if hasattr(df, "persist"):
+            if checkpoint:
+                df = df.localCheckpoint(eager=False)
+            elif hasattr(df, "persist"):
                 from pyspark import StorageLevel
 
                 df = df.persist(StorageLevel.MEMORY_AND_DISK)
@@ -182,10 +186,7 @@ class CheckContext:
         rows instead of repeating its lineage, which Spark would otherwise analyse,
         plan and run again on every branch (``DataFrame.localCheckpoint``; its blocks
         are the executors' cached blocks, freed with the frame)."""
-        key = "shared:" + key
-        if key not in self._cache:
-            self._cache[key] = build().localCheckpoint(eager=False)
-        return self._cache[key]  # type: ignore[no-any-return]
+        return self._cached("shared:" + key, build, checkpoint=True)  # type: ignore[no-any-return]
 
     def materialize(self) -> None:
         """Compute the annotated rows and the deliveries and hold them (one job each;
