@@ -43,7 +43,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -88,9 +88,15 @@ class Params:
     """Each protocol's default failure-detection timeout (ns)."""
     on_members: frozenset[str]
     """Protocols that converge on members, not on configuration ids."""
+    ends: Mapping[str, int] = field(default_factory=dict)
+    """Each run's last time over all its rows (the run inventory's ``tmax``), where the
+    screen is given only the rows of the kinds it reads; a run not here ends at its
+    last row."""
 
 
-def params(ctx: CheckContext, protocols: Iterable[str]) -> Params:
+def params(
+    ctx: CheckContext, protocols: Iterable[str], ends: Mapping[str, int] | None = None
+) -> Params:
     protocols = sorted(set(protocols))
     return Params(
         convergence_bound=ctx.convergence_bound,
@@ -98,6 +104,7 @@ def params(ctx: CheckContext, protocols: Iterable[str]) -> Params:
         token=frozenset(p for p in protocols if declares_kind(p, TOKEN)),
         timeouts={p: detection_timeout(p) or FALLBACK_TIMEOUT for p in protocols},
         on_members=frozenset(p for p in protocols if converge_on(p) == "members"),
+        ends=dict(ends or {}),
     )
 
 
@@ -143,7 +150,8 @@ class Run:
         for c in ("node", "t", "i"):
             if table.column(c).null_count:
                 raise Unsure(f"a null {c}")
-        self.tmax: int = pc.max(table.column("t")).as_py()
+        run = table.column("run")[0].as_py() if "run" in table.column_names else ""
+        self.tmax: int = params.ends.get(run, pc.max(table.column("t")).as_py())
         self.params = params
         self._of_kind: dict[str, list[int]] | None = None
         self._ends: dict[str, _End] | None = None
@@ -728,14 +736,24 @@ def screen(ctx: CheckContext, todo: Mapping[str, list[str]]) -> dict[str, list[s
             by_protocol[protocol[r]].add(n)
     protocols = set(by_protocol)
     wanted = small_frame(spark, [(r,) for r in runs], "run string")
-    rows = ctx.trace.select(*COLUMNS).join(F.broadcast(wanted), "run", "left_semi")
+    # only the kinds a screen reads (the ends of the runs come from their inventory): the
+    # token rows of the protocols single_token reads them of, whose text names an op
+    token = sorted(p for p, ns in by_protocol.items() if "single_token" in ns)
+    named = F.col("detail").contains("sent")
+    for op in TOKEN_OPS[1:]:
+        named = named | F.col("detail").contains(op)
+    kinds = F.col("kind").isin(*(k for k in KINDS if k != TOKEN)) | (
+        (F.col("kind") == TOKEN) & F.col("protocol").isin(*token) & named if token else F.lit(False)
+    )
+    rows = ctx.trace.filter(kinds).select(*COLUMNS).join(F.broadcast(wanted), "run", "left_semi")
     if ctx.partitions:
         rows = rows.repartition(ctx.partitions, "run")
     flagged = (
         rows.groupBy("run")
         .applyInArrow(
             _flagger(
-                params(ctx, protocols), {p: tuple(sorted(ns)) for p, ns in by_protocol.items()}
+                params(ctx, protocols, {r["run"]: int(r["tmax"]) for r in ctx.run_info}),
+                {p: tuple(sorted(ns)) for p, ns in by_protocol.items()},
             ),
             "run string, property string",
         )
