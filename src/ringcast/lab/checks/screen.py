@@ -48,6 +48,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ringcast.lab.checks._ends import LIFE_ACTIONS
 from ringcast.lab.checks.context import (
     KINDS,
     RESET_ACTIONS,
@@ -56,6 +57,7 @@ from ringcast.lab.checks.context import (
     CheckContext,
     small_frame,
 )
+from ringcast.lab.checks.convergence import FALLBACK_TIMEOUT
 from ringcast.lab.properties import converge_on, declares_kind, detection_timeout
 
 COLUMNS = (
@@ -63,10 +65,6 @@ COLUMNS = (
     "transitional", "detail",
 )  # fmt: skip
 """The trace columns the screen reads."""
-LIFE_ACTIONS = ("crash", "restart", "join", "leave", "pause", "resume")
-DOWN_ACTIONS = ("crash", "leave", "pause")
-FALLBACK_TIMEOUT = 1_000_000_000
-"""As :data:`ringcast.lab.checks.convergence.FALLBACK_TIMEOUT`."""
 PARSED = frozenset({"fault", "stats", "lock", "state", "leader", TOKEN})
 """The kinds whose ``detail`` a screen reads."""
 
@@ -209,23 +207,21 @@ class Run:
                 start = k
             elif self.i[k] == self.i[k - 1]:
                 raise Unsure("two rows of a node with one i")
-        # cur (the view of the last view row since the last reset, this row included),
-        # prev_reg / next_reg (the regular configuration installed before / after)
-        self.cur: list[str | None] = [None] * n
+        # cur_row (the last view row since the last reset, this row included: the
+        # annotation's ``cur``), prev_reg / next_reg (the regular configuration
+        # installed before / after)
         self.cur_row: list[int] = [-1] * n
-        """The row of the install of ``cur`` (-1: none)."""
+        """The row of the install of the node's current configuration (-1: none)."""
         self.prev_reg: list[str | None] = [None] * n
         self.next_reg: list[str | None] = [None] * n
         for rows in self.by_node.values():
-            cur: str | None = None
             cur_row = -1
             reg: str | None = None
             for k in rows:
                 if self.reset[k]:
-                    cur, cur_row = None, -1
+                    cur_row = -1
                 elif self.kind[k] == "view":
-                    cur, cur_row = self.view[k], k
-                self.cur[k] = cur
+                    cur_row = k
                 self.cur_row[k] = cur_row
                 self.prev_reg[k] = reg
                 if self.reset[k]:
@@ -239,6 +235,11 @@ class Run:
                     reg = None
                 elif self.regular[k]:
                     reg = self.view[k]
+
+    def cur_view(self, k: int) -> str | None:
+        """The id of the configuration the node is in at row ``k`` (the annotation's
+        ``cur.view``), None outside one."""
+        return self.view[self.cur_row[k]] if self.cur_row[k] >= 0 else None
 
     def rows(self, kind: str) -> list[int]:
         """The rows of one kind, per node in event order, node after node."""
@@ -279,7 +280,7 @@ def leader_agreement(run: Run) -> bool:
         if leader is None:
             continue
         view = run.view[k]
-        leaders[view if view is not None else (run.cur[k] or "")].add(leader)
+        leaders[view if view is not None else (run.cur_view(k) or "")].add(leader)
     return any(len(s) > 1 for s in leaders.values())
 
 
@@ -448,7 +449,7 @@ def _holds(
         end = run.tmax
         for k in reversed(events):
             if starts(k):
-                out.append((node, run.cur[k] or "", run.t[k], end))
+                out.append((node, run.cur_view(k) or "", run.t[k], end))
             else:
                 end = run.t[k]
     return out
