@@ -2,7 +2,9 @@
 checking with it gives exactly the results of the exact checks alone.
 
 The screen (``tests/lab/test_screen.py``), which clears the runs that hold before the
-certificate sees them, is off here: these tests are the certificate's."""
+certificate sees them, screens here only the properties the certificate does not prove
+(:data:`NOT_CERTIFIED`): these tests are the certificate's. The tests of the order of the
+rounds turn it off."""
 
 from __future__ import annotations
 
@@ -25,7 +27,10 @@ from ringcast.lab.properties import PROPERTIES
 NODES = ("A", "B", "C", "D")
 LONGEST = "spark.sql.maxMetadataStringLength"
 RUN_SCOPED = "certproto"  # not in ORDER_SCOPE: total order over the whole run
-run_checks = functools.partial(_run_checks, screen=False)
+NOT_CERTIFIED = frozenset(PROPERTIES) - set(certify.CERTIFIED)
+run_checks = functools.partial(_run_checks, screen=NOT_CERTIFIED)
+rounds_checks = functools.partial(_run_checks, screen=False)
+"""For the tests of the rounds: every property's runs go to them."""
 
 
 def steady(run: str, msgs: int = 12) -> list[dict[str, Any]]:
@@ -288,7 +293,7 @@ def test_checks_without_deliveries_run_beside_the_certificate(spark: Any, monkey
     monkeypatch.setattr(runner, "_exact", round_)
     monkeypatch.setattr(runner, "_prove", certificate)
     frame = _frame(spark, steady("clean") + swapped(steady("bad")), RUN_SCOPED)
-    results = {r.property: r for r in run_checks(frame, overrides={RUN_SCOPED: PROPERTIES})}
+    results = {r.property: r for r in rounds_checks(frame, overrides={RUN_SCOPED: PROPERTIES})}
     assert overlapped == [True]
     first, second = seen
     assert set(first) == {"view_agreement", "convergence", "delivery_progress", "merge_atomicity"}
@@ -299,7 +304,7 @@ def test_checks_without_deliveries_run_beside_the_certificate(spark: Any, monkey
 
     seen.clear()
     frame = _frame(spark, steady("clean") + steady("also"), RUN_SCOPED)
-    results = {r.property: r for r in run_checks(frame, overrides={RUN_SCOPED: PROPERTIES})}
+    results = {r.property: r for r in rounds_checks(frame, overrides={RUN_SCOPED: PROPERTIES})}
     assert len(seen) == 1
     assert all(results[n].runs_certified == 2 for n in certify.CERTIFIED)
     assert all(r.status != "violated" for r in results.values())
@@ -329,7 +334,7 @@ def test_the_second_round_starts_without_waiting_for_the_first(
 
     monkeypatch.setattr(runner, "_exact", round_)
     frame = _frame(spark, steady("clean") + swapped(steady("bad")), RUN_SCOPED)
-    results = {r.property: r for r in run_checks(frame, overrides={RUN_SCOPED: PROPERTIES})}
+    results = {r.property: r for r in rounds_checks(frame, overrides={RUN_SCOPED: PROPERTIES})}
     assert overlapped == [True]
     assert results["total_order"].status == "violated"
     assert results["total_order"].runs_certified == 1
@@ -338,8 +343,10 @@ def test_the_second_round_starts_without_waiting_for_the_first(
 
 
 def test_a_context_with_deliveries_shares_the_inventory(spark: Any) -> None:
-    """``with_deliveries`` keeps the deliveries and submits of the runs it is given and
-    no token rows, and reuses the run inventory it was made from."""
+    """``with_deliveries`` keeps the rows of the runs it is given, their deliveries and
+    submits included, and no token rows, and reuses the run inventory it was made
+    from; ``for_runs`` keeps the rows of its runs, and reads every run's when given
+    them all."""
     from pyspark.sql import functions as F
 
     rows = clean_trace("one") + clean_trace("two")
@@ -350,6 +357,7 @@ def test_a_context_with_deliveries_shares_the_inventory(spark: Any) -> None:
     try:
         assert late.run_info is info
         kinds = {(r.run, r.kind) for r in late.rows.select("run", "kind").distinct().collect()}
+        assert {run for run, _ in kinds} == {"two"}  # the rows of its runs alone
         assert ("two", "deliver") in kinds and ("two", "submit") in kinds
         assert not {k for k in kinds if k[0] == "one" and k[1] in ("deliver", "submit")}
         assert not {k for k in kinds if k[1] == "token"}
@@ -357,6 +365,11 @@ def test_a_context_with_deliveries_shares_the_inventory(spark: Any) -> None:
         early = {r.kind for r in ctx.rows.select("kind").distinct().collect()}
         assert not early & {"deliver", "submit"}
         assert frame.filter(F.col("kind") == "deliver").count() > 0
+        one = ctx.for_runs(frozenset({"one"}))
+        assert one.run_info is info
+        assert {r.run for r in one.rows.select("run").distinct().collect()} == {"one"}
+        one.close()
+        assert ctx.for_runs(frozenset({"one", "two"})).runs is None
     finally:
         late.close()
         ctx.close()
@@ -504,7 +517,7 @@ def test_the_certificate_runs_in_its_own_pool(spark: Any, monkeypatch: Any) -> N
     monkeypatch.setattr(runner, "certificate", planner)
     monkeypatch.setattr(runner, "_exact", round_)
     frame = _frame(spark, steady("clean"), RUN_SCOPED)
-    results = {r.property: r for r in run_checks(frame, overrides={RUN_SCOPED: PROPERTIES})}
+    results = {r.property: r for r in rounds_checks(frame, overrides={RUN_SCOPED: PROPERTIES})}
     assert pools == [runner.CERTIFICATE_POOL]
     # planned on the caller's thread, before the other checks are: run in the pool's
     assert planned_on == [threading.current_thread().name]

@@ -163,6 +163,9 @@ class CheckContext:
     delivery_runs: frozenset[str] | None = None
     """Runs whose ``deliver`` and ``submit`` rows are kept (the runs some check reads
     deliveries of); None keeps them for every run."""
+    runs: frozenset[str] | None = None
+    """Runs whose rows are read at all (the runs this context's checks decide); None
+    reads every run. The run inventory is still the whole trace's."""
     _cache: dict[str, Any] = field(default_factory=dict)
 
     def _cached(self, key: str, build: Any, *, checkpoint: bool = False) -> Any:
@@ -197,12 +200,38 @@ class CheckContext:
             self.deliveries.count()
 
     def with_deliveries(self, runs: frozenset[str]) -> CheckContext:
-        """A context over the same trace whose rows keep the deliveries and submits of
-        ``runs`` and no token rows, sharing this one's run inventory (no new job)."""
-        other = replace(self, delivery_runs=runs, token_protocols=frozenset(), _cache={})
+        """A context over the rows of ``runs`` alone that keeps their deliveries and
+        submits and no token rows, sharing this one's run inventory (no new job)."""
+        return self._sharing(
+            replace(self, delivery_runs=runs, token_protocols=frozenset(), _cache={}), runs
+        )
+
+    def for_runs(self, runs: frozenset[str]) -> CheckContext:
+        """A context over the rows of ``runs`` alone, otherwise like this one, sharing
+        its run inventory (no new job): the checks of a few runs left by the screen
+        annotate those runs' rows, not the whole trace's."""
+        return self._sharing(replace(self, _cache={}), runs)
+
+    def _sharing(self, other: CheckContext, runs: frozenset[str]) -> CheckContext:
+        """``other`` reading ``runs`` only (every run: no filter), with this context's
+        inventory."""
         if "inventory" in self._cache:
             other._cache["inventory"] = self._cache["inventory"]
+            every = {r["run"] for r in self.run_info}
+            other.runs = None if every <= runs else runs
+        else:
+            other.runs = runs
         return other
+
+    def of_runs(self, df: DataFrame) -> DataFrame:
+        """``df`` (rows with a ``run``) less the rows of runs this context does not read
+        (:attr:`runs`)."""
+        if self.runs is None:
+            return df
+        from pyspark.sql import functions as F
+
+        wanted = small_frame(df.sparkSession, [(r,) for r in sorted(self.runs)], "run string")
+        return df.join(F.broadcast(wanted), "run", "left_semi")
 
     def close(self) -> None:
         """Unpersist the cached frames, then let Python collect its garbage: py4j's
@@ -240,11 +269,11 @@ class CheckContext:
             )
         big = F.col("kind").isin(*MESSAGE_KINDS)
         if self.delivery_runs is None:
-            df = self.trace.filter(big | small | token).select(*ROW_COLUMNS)
+            df = self.of_runs(self.trace.filter(big | small | token)).select(*ROW_COLUMNS)
         else:
             # only deliveries and submits have a msg and an order (the trace schema):
             # without them, the scan need not decode those columns of every row
-            df = self.trace.filter(small | token).select(
+            df = self.of_runs(self.trace.filter(small | token)).select(
                 *(
                     F.lit(None).cast("string").alias(c) if c in MESSAGE_COLUMNS else c
                     for c in ROW_COLUMNS

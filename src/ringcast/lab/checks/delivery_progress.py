@@ -56,7 +56,9 @@ def violations(ctx: CheckContext, protocols: frozenset[str]) -> DataFrame:
     # most runs without them), and this property needs no annotation of theirs.
     since = F.broadcast(ends.select("run", "node", "reset_i"))
     messages = (
-        ctx.trace.filter(in_protocols(protocols) & F.col("kind").isin("submit", "deliver"))
+        ctx.of_runs(
+            ctx.trace.filter(in_protocols(protocols) & F.col("kind").isin("submit", "deliver"))
+        )
         .select("run", "node", "kind", "msg", "t", "i")
         .join(since, ["run", "node"])
         .filter(F.col("i") > F.col("reset_i"))

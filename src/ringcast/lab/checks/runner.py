@@ -93,7 +93,7 @@ def run_checks(
     certify: bool = True,
     expected: DataFrame | None = None,
     judged: list[JudgedCrash] | None = None,
-    screen: bool = True,
+    screen: bool | Iterable[str] = True,
 ) -> list[PropertyResult]:
     """Check ``properties`` (default: all) over ``trace`` (trace columns + protocol).
 
@@ -109,8 +109,9 @@ def run_checks(
     with no other violation is :data:`EXPECTED` instead of :data:`VIOLATED`.
 
     With ``certify`` (the default), the runs the screen clears
-    (:mod:`ringcast.lab.checks.screen`, ``screen=False``: none) go through no exact
-    check of the properties it clears them for; then total_order, fifo and integrity
+    (:mod:`ringcast.lab.checks.screen`; ``screen=False``: none, a collection of
+    property names: those properties only) go through no exact check of the
+    properties it clears them for; then total_order, fifo and integrity
     are proved for the runs whose deliveries pass :mod:`ringcast.lab.checks.certify`;
     only the other runs go through their exact checks (``certify=False``: every run
     does, the plain reference). The deliveries of a run are read by the exact checks
@@ -173,12 +174,14 @@ def run_checks(
                 # no node installed two regular configurations: no segment to compare
                 runs = [r for r in runs if regular.get(r, 0) >= 2]
             exact[name] = runs
-        if certify and screen:
+        screened = set(names) if screen is True else set(screen or ())
+        if certify and screened:
             with _phase(sc, "ringcast check: screen the runs"):
-                cleared = screen_runs(ctx, exact)
+                cleared = screen_runs(ctx, {n: r for n, r in exact.items() if n in screened})
             for name, result, _active, _runs in plans:
-                result.runs_screened = len(exact[name]) - len(cleared[name])
-            exact = cleared
+                if name in cleared:
+                    result.runs_screened = len(exact[name]) - len(cleared[name])
+            exact = {**exact, **cleared}
         first = {n: runs for n, runs in exact.items() if n not in READS_DELIVERIES}
         with ThreadPoolExecutor(1, thread_name_prefix="ringcast-certificate") as pool:
             proof = _start_certificate(ctx, exact, pool) if certify else None
@@ -186,7 +189,12 @@ def run_checks(
             second = pool.submit(
                 _in_pool, sc, _second_round, ctx, plans, exact, proof, examples, expected
             )
-            _exact(ctx, plans, first, examples, "the properties that read no delivery", expected)
+            # the first round reads the rows of its own runs only (those the screen left)
+            early = ctx.for_runs(frozenset(r for runs in first.values() for r in runs))
+            with closing(early):
+                _exact(
+                    early, plans, first, examples, "the properties that read no delivery", expected
+                )
             second.result()
         return results
 
