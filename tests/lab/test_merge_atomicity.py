@@ -223,6 +223,7 @@ def test_the_check_and_its_reference_agree(
         properties=["merge_atomicity"],
         overrides={"*": ["merge_atomicity"]},
         examples=10_000,
+        screen=False,  # the screen judges merges by the reference: the exact check alone
     )
     got: dict[str, list[tuple[str, str]]] = {run: [] for run in ref}
     for c in result.counterexamples:
@@ -244,6 +245,44 @@ def test_the_check_and_its_reference_agree(
     assert got["healed/after_grace"] == [("partial merge", "A:5")]
     assert not got["lineage/later_merge"] and not ref["lineage/later_merge"]
     assert got["overlap/concurrent"] == [("overlapping merges", "A:5")]
+
+
+def test_the_screen_sends_exactly_the_runs_its_reference_finds_partial(
+    traces: tuple[Path, dict[str, list[str]]],
+) -> None:
+    """The screen judges a run with a merge by the reference: it sends to the exact
+    check the runs the reference finds violating and clears the others, merges
+    included (no Spark: the screen reads one run's rows)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from ringcast.lab.checks import screen
+    from ringcast.trace.reader import trace_protocol
+
+    out, ref = traces
+    flagged: dict[str, bool] = {}
+    merged: set[str] = set()
+    for path in sorted(out.glob("*/trace.parquet")):
+        protocol = trace_protocol(path) or "gms"
+        table = pq.read_table(path)
+        table = table.append_column("protocol", pa.array([protocol] * len(table), pa.string()))
+        params = screen.params(_Bounds(), [protocol])  # type: ignore[arg-type]
+        for run in sorted(set(table.column("run").to_pylist())):
+            one = table.filter(pc.equal(table.column("run"), run))
+            flagged[run] = screen.screen_run(one, params, ("merge_atomicity",)) != []
+            if screen._has_merge(screen.Run(one, params)):
+                merged.add(run)
+    assert flagged == {run: bool(msgs) for run, msgs in ref.items()}
+    # merges that hold are cleared, not only runs without one
+    assert {"gms/partition_merge:1", "lineage/join"} <= merged - {
+        run for run, bad in flagged.items() if bad
+    }
+
+
+class _Bounds:
+    convergence_bound = 10.0
+    progress_bound = 1_000_000_000
 
 
 @pytest.fixture(scope="module")
