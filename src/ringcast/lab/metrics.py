@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 MS = 1e6
 LATENCY_BUCKETS_PER_DECADE = 20
 """Latency bucket k holds latencies in [10^(k/20), 10^((k+1)/20)) ns: 12 % wide."""
+MEASURED_KINDS = ("deliver", "submit", "stats", "retransmit", "sim_error", "fault", "view")
+"""The kinds of row a metric counts (and ``token`` rows of a reception)."""
 SAMPLES = 200
 """At most this many convergence samples (evenly spaced in rank) per protocol and fault."""
 
@@ -91,7 +93,20 @@ def compute_metrics(trace: DataFrame, runs: DataFrame | None = None) -> dict[str
         .withColumn("faults", F.coalesce("faults", F.lit("none")))
         .cache()
     )
-    t = trace.join(F.broadcast(points.select("run", "point", "nodes", "faults")), "run").cache()
+    # only the rows and fields a metric reads, the JSON fields parsed once: the cached
+    # frame holds no ``detail`` text and no rows of the kinds no metric counts
+    kind = F.col("kind")
+    received = (kind == "token") & (F.get_json_object("detail", "$.op") == "received")
+    stat = kind == "stats"
+    slim = trace.filter(kind.isin(*MEASURED_KINDS) | received).select(
+        "run", "protocol", "scenario", "node", "t", "i", "kind", "msg", "order",
+        F.when(kind == "fault", action).alias("action"),
+        F.when(stat, F.get_json_object("detail", "$.sent").try_cast("long")).alias("sent"),
+        F.when(stat, F.get_json_object("detail", "$.sent_bytes").try_cast("long")).alias(
+            "sent_bytes"
+        ),
+    )  # fmt: skip
+    t = slim.join(F.broadcast(points.select("run", "point", "nodes", "faults")), "run").cache()
     try:
         d = t.filter(F.col("kind") == "deliver")
         per_run_d = d.groupBy("run").agg(
@@ -109,8 +124,8 @@ def compute_metrics(trace: DataFrame, runs: DataFrame | None = None) -> dict[str
             t.filter(F.col("kind") == "stats")
             .groupBy("run")
             .agg(
-                F.sum(F.get_json_object("detail", "$.sent").try_cast("long")).alias("sent"),
-                F.sum(F.get_json_object("detail", "$.sent_bytes").try_cast("long")).alias("bytes"),
+                F.sum("sent").alias("sent"),
+                F.sum("sent_bytes").alias("bytes"),
             )
         )
         retr = (
@@ -135,9 +150,7 @@ def compute_metrics(trace: DataFrame, runs: DataFrame | None = None) -> dict[str
         )
         rot_w = Window.partitionBy("run", "node").orderBy("i")
         rot = (
-            t.filter(
-                (F.col("kind") == "token") & (F.get_json_object("detail", "$.op") == "received")
-            )
+            t.filter(F.col("kind") == "token")  # the receptions of the token only
             .withColumn("gap", F.col("t") - F.lag("t").over(rot_w))
             .filter(F.col("gap").isNotNull())
             .groupBy(*keys)
@@ -251,12 +264,7 @@ def _convergence(t: DataFrame) -> tuple[list[dict[str, Any]], list[dict[str, Any
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    action = F.get_json_object("detail", "$.action")
-    faults = (
-        t.filter(F.col("kind") == "fault")
-        .select("run", "protocol", "t", action.alias("action"))
-        .distinct()
-    )
+    faults = t.filter(F.col("kind") == "fault").select("run", "protocol", "t", "action").distinct()
     w = Window.partitionBy("run").orderBy("t", "action")
     faults = faults.withColumn("next_t", F.lead("t").over(w))
     ends = t.groupBy("run").agg(F.max("t").alias("tmax"))
