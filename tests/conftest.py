@@ -11,13 +11,13 @@ the day-to-day subset (``./dev test --quick``, ``pytest -m "not slow and not ran
   namespaces, JVMs or a browser, or keep real time (``lab``, ``runtime``, ``live``,
   ``references``). ``./dev test`` runs every other test first, spread over the machine's
   cores (pytest-xdist: simulated runs are seeded, so where a test runs changes nothing),
-  and then these in two lanes side by side (pytest-xdist's ``xdist_group``): the
-  ``spark`` lane holds the lab's tests and every test that uses the session's
-  SparkSession (one SparkSession for the test session, in that lane's process); the
-  ``realtime`` lane holds the other real-process and network-namespace tests and the
-  lab's cluster tests, whose Spark is processes of their own. Each lane runs its tests
-  one at a time; a lane's tests pick free ports or namespaces of their own, so the two
-  lanes never share one;
+  and then these in two workers, one test file at a time each (``--dist loadfile``), so
+  that a module's fixtures are built once. Each worker is a test session of its own,
+  with its own SparkSession when one of its files asks for one; a test picks free ports
+  and namespaces of its own, so tests in the two workers never share one. (Not
+  ``--dist loadgroup``: with pytest 9.2, pytest-xdist 3.8 ignores ``xdist_group``
+  without a word and spreads the tests one by one,
+  https://github.com/pytest-dev/pytest-xdist/issues/1386);
 * ``alone``: the real-process tests that need the machine to themselves
   (:data:`ALONE_FILES`): ``./dev test`` runs them last, one at a time.
 
@@ -49,20 +49,16 @@ RANDOMIZED_FILES = ("test_randomized.py", "test_hostile.py")
 SERIAL_FOLDERS = ("lab", "runtime", "live", "references")
 ALONE_FILES = ("runtime/test_steady_cluster.py",)
 """Real-process tests that need the machine to themselves (marker ``alone``): ``./dev
-test`` runs them last, one at a time, after both lanes. The steady-cluster test takes
-one of the two cores with a CPU burner on purpose; beside the other lane's JVMs, a node
-was starved past its token timeout and the cluster flapped."""
-REALTIME_LANE_FILES = ("lab/test_cluster.py",)
-"""Lab tests that run in the ``realtime`` lane: their Spark is processes of their own (a
-standalone cluster, a Connect server, ``ringcast lab`` commands), never the session's
-SparkSession, and the ``spark`` lane is the longer one."""
+test`` runs them last, one at a time, after the other serial tests. The steady-cluster
+test takes one of the two cores with a CPU burner on purpose; beside the other worker's
+JVMs, a node was starved past its token timeout and the cluster flapped."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: left out of the quick subset (./dev test --quick)")
     config.addinivalue_line("markers", "randomized: a sweep of random seeds or inputs")
     config.addinivalue_line(
-        "markers", "serial: starts Spark or real processes, or keeps real time: one at a time"
+        "markers", "serial: starts Spark or real processes, or keeps real time: a file at a time"
     )
     config.addinivalue_line(
         "markers", "alone: a real-process test run after every other, with nothing beside it"
@@ -91,14 +87,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.serial)
         if rel in ALONE_FILES:
             item.add_marker(pytest.mark.alone)
-    # a module goes to one lane whole, so that its module-scoped fixtures are built once
-    spark_modules = {
-        item.path
-        for item in items
-        if "spark" in getattr(item, "fixturenames", ())
-        or (_rel(item).startswith("lab/") and _rel(item) not in REALTIME_LANE_FILES)
-    }
-    for item in items:
-        if item.get_closest_marker("serial") is not None:
-            lane = "spark" if item.path in spark_modules else "realtime"
-            item.add_marker(pytest.mark.xdist_group(lane))
