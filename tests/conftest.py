@@ -12,7 +12,8 @@ the day-to-day subset (``./dev test --quick``, ``pytest -m "not slow and not ran
   ``references``). ``./dev test`` runs every other test first, spread over the machine's
   cores (pytest-xdist: simulated runs are seeded, so where a test runs changes nothing),
   and then these in two workers, one test file at a time each (``--dist loadfile``), so
-  that a module's fixtures are built once. Each worker is a test session of its own,
+  that a module's fixtures are built once, the longest files first
+  (:data:`LONGEST_FIRST`). Each worker is a test session of its own,
   with its own SparkSession when one of its files asks for one; a test picks free ports
   and namespaces of its own, so tests in the two workers never share one. (Not
   ``--dist loadgroup``: with pytest 9.2, pytest-xdist 3.8 ignores ``xdist_group``
@@ -54,6 +55,23 @@ test takes one of the two cores with a CPU burner on purpose; beside the other w
 JVMs, a node was starved past its token timeout and the cluster flapped."""
 
 
+LONGEST_FIRST = (
+    "lab/test_cluster.py",
+    "lab/test_certify.py",
+    "runtime/test_netns_rrp.py",
+    "lab/test_reference.py",
+    "lab/test_checks.py",
+    "lab/test_hostile_sweep.py",
+    "lab/test_check_budget.py",
+    "runtime/test_netns_hostile.py",
+    "lab/test_expect.py",
+    "live/test_live.py",
+)
+"""The serial files that take longest (two to ten minutes each on two shared cores),
+collected first, longest first: the serial pass's two workers take files in collection
+order, so a long file taken last would keep one worker busy while the other idles."""
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: left out of the quick subset (./dev test --quick)")
     config.addinivalue_line("markers", "randomized: a sweep of random seeds or inputs")
@@ -87,3 +105,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.serial)
         if rel in ALONE_FILES:
             item.add_marker(pytest.mark.alone)
+    rank = {rel: k for k, rel in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(_rel(item), len(rank)))  # stable: the rest as collected
