@@ -163,3 +163,9 @@ def test_builtin_protocols_exclude_test_registrations() -> None:
     assert {"basic", "raincore", "totem"} <= set(registry.builtin_names())
     assert "test_pinger" in registry.names()  # registered by this directory's conftest
     assert "test_pinger" not in registry.builtin_names()
+    # a variant registered by hand with a shipped family's factory is not shipped either
+    basic = registry.get("basic")
+    if "test_basic_variant" not in registry.names():
+        registry.register(registry.ProtocolSpec("test_basic_variant", basic.factory))
+    assert "test_basic_variant" in registry.names()
+    assert registry.builtin_names() == ["basic", "gms", "raincore", "totem", "tribes"]

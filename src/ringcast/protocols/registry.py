@@ -237,10 +237,14 @@ def installed_names() -> list[str]:
 
 
 def builtin_names() -> list[str]:
-    """The protocols ringcast ships (those defined under ``ringcast.protocols``)."""
+    """The protocols ringcast ships: its own entry points, whose specs are defined under
+    ``ringcast.protocols``. Not a plugin's, nor one a test or a script registered by
+    hand, even with a shipped family's factory (a variant with a bug planted in it)."""
     _load_entry_points()
     return sorted(
-        name
-        for name, spec in _REGISTRY.items()
-        if getattr(spec.factory, "__module__", "").startswith("ringcast.protocols.")
+        {
+            ep.name
+            for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+            if ep.module.startswith("ringcast.protocols.")
+        }
     )
