@@ -193,6 +193,11 @@ def register(spec: ProtocolSpec) -> ProtocolSpec:
     return spec
 
 
+def _entry_points() -> importlib.metadata.EntryPoints:
+    """The installed entry points of :data:`ENTRY_POINT_GROUP`."""
+    return importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+
+
 def _load_entry_points() -> None:
     """Import every protocol package of the entry-point group (once per process).
 
@@ -203,7 +208,7 @@ def _load_entry_points() -> None:
     if _loaded:
         return
     _loaded = True
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+    for ep in _entry_points():
         spec = ep.load()
         if not isinstance(spec, ProtocolSpec) or spec.name != ep.name:
             raise ValueError(
@@ -233,7 +238,7 @@ def installed_names() -> list[str]:
     """The protocols installed through the entry-point group (ringcast's own and every
     installed plugin's), not those a test or a script registered by hand."""
     _load_entry_points()
-    return sorted({ep.name for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)})
+    return sorted({ep.name for ep in _entry_points()})
 
 
 def builtin_names() -> list[str]:
@@ -242,9 +247,5 @@ def builtin_names() -> list[str]:
     hand, even with a shipped family's factory (a variant with a bug planted in it)."""
     _load_entry_points()
     return sorted(
-        {
-            ep.name
-            for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
-            if ep.module.startswith("ringcast.protocols.")
-        }
+        {ep.name for ep in _entry_points() if ep.module.startswith("ringcast.protocols.")}
     )
