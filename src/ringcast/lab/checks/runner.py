@@ -361,8 +361,14 @@ def _count(
 
     The violations are joined to ``expected`` (broadcast: a row per run and property
     that a sweep expects to violate) and counted by (property, protocol, expects):
-    each (property, run) pair has one ``expects``, so the groups split the runs."""
-    from pyspark import StorageLevel
+    each (property, run) pair has one ``expects``, so the groups split the runs.
+
+    The union of every property's violations is computed once into a local checkpoint
+    (``DataFrame.localCheckpoint``): the three queries over it (the counts, the
+    violated runs, the counterexamples) start from its rows. Persisted instead, the
+    union's plan, a few hundred operators, was planned again to cache it and to find
+    it in the cache for every query: about a fifth of a small check's time
+    (``docs/benchmarks.md``)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -376,38 +382,36 @@ def _count(
         allv = allv.join(F.broadcast(expected), ["property", "run"], "left")
     else:
         allv = allv.withColumn("expects", F.lit(None).cast("array<int>"))
-    allv = allv.persist(StorageLevel.MEMORY_AND_DISK)
+    # its blocks are the executors' cached blocks, freed with the frame
+    allv = allv.localCheckpoint(eager=True)
     by_name = {r.property: r for r in results}
-    try:
-        counts = (
-            allv.groupBy("property", "protocol", "expects")
-            .agg(F.count("*").alias("n"), F.countDistinct("run").alias("runs"))
+    counts = (
+        allv.groupBy("property", "protocol", "expects")
+        .agg(F.count("*").alias("n"), F.countDistinct("run").alias("runs"))
+        .collect()
+    )
+    for c in counts:
+        _tally(by_name[c.property], c.protocol, c.expects, int(c.n), int(c.runs))
+    if counts:
+        pairs = allv.select("property", "run").distinct().orderBy("property", "run")
+        for row in pairs.collect():
+            by_name[row.property].violated_runs.append(row.run)
+    if counts and examples > 0:
+        late = F.col("expects").isNotNull()  # the unexpected first
+        w = Window.partitionBy("property").orderBy(late, "run", "t", "note")
+        rows = (
+            allv.withColumn("_k", F.row_number().over(w))
+            .filter(F.col("_k") <= examples)
+            .orderBy("property", "_k")
+            .drop("_k")
             .collect()
         )
-        for c in counts:
-            _tally(by_name[c.property], c.protocol, c.expects, int(c.n), int(c.runs))
-        if counts:
-            pairs = allv.select("property", "run").distinct().orderBy("property", "run")
-            for row in pairs.collect():
-                by_name[row.property].violated_runs.append(row.run)
-        if counts and examples > 0:
-            late = F.col("expects").isNotNull()  # the unexpected first
-            w = Window.partitionBy("property").orderBy(late, "run", "t", "note")
-            rows = (
-                allv.withColumn("_k", F.row_number().over(w))
-                .filter(F.col("_k") <= examples)
-                .orderBy("property", "_k")
-                .drop("_k")
-                .collect()
-            )
-            for row in rows:
-                d = row.asDict(recursive=True)
-                expects = d.pop("expects")
-                d["expected"] = expects is not None
-                d["expect"] = expects[0] if expects else None
-                by_name[d.pop("property")].counterexamples.append(d)
-    finally:
-        allv.unpersist()
+        for row in rows:
+            d = row.asDict(recursive=True)
+            expects = d.pop("expects")
+            d["expected"] = expects is not None
+            d["expect"] = expects[0] if expects else None
+            by_name[d.pop("property")].counterexamples.append(d)
 
 
 def _tally(
