@@ -104,22 +104,22 @@ def main() -> None:
     from ringcast.lab.properties import PROPERTIES
     from ringcast.lab.session import spark_session
 
-    plain: dict[str, Any] = {"certify": not args.plain}
+    protocol = "totem" if args.catalogue else args.protocol
+    options: dict[str, Any] = {"certify": not args.plain}
     if args.catalogue:
-        args.protocol = "totem"
-        plain["overrides"] = {"totem": PROPERTIES}
+        options["overrides"] = {"totem": PROPERTIES}
 
     with tempfile.TemporaryDirectory() as tmp:
         paths = catalogue(Path(tmp)) if args.catalogue else args.paths or simulate(Path(tmp))
         spark = spark_session(master=args.master)
         print(f"traces: {', '.join(paths)}; master {args.master}", flush=True)
-        counted(spark, paths, None, args.protocol, **plain)  # warm the JVM
+        counted(spark, paths, None, protocol, **options)  # warm the JVM
         print("properties | wall s | jobs | stages | tasks", flush=True)
         for _ in range(args.repeat):
-            wall, jobs, stages, tasks = counted(spark, paths, None, args.protocol, **plain)
+            wall, jobs, stages, tasks = counted(spark, paths, None, protocol, **options)
             print(f"every property | {wall:.2f} | {jobs} | {stages} | {tasks}", flush=True)
         for name in PROPERTIES:
-            wall, jobs, stages, tasks = counted(spark, paths, [name], args.protocol, **plain)
+            wall, jobs, stages, tasks = counted(spark, paths, [name], protocol, **options)
             print(f"{name} | {wall:.2f} | {jobs} | {stages} | {tasks}", flush=True)
         spark.stop()
     sys.exit(0)
