@@ -57,10 +57,9 @@ JVMs, a node was starved past its token timeout and the cluster flapped."""
 
 LONGEST_FIRST = (
     "lab/test_cluster.py",
-    "lab/test_certify.py",
-    "runtime/test_netns_rrp.py",
     "lab/test_reference.py",
-    "lab/test_checks.py",
+    "runtime/test_netns_rrp.py",
+    "lab/test_certify.py",
     "lab/test_hostile_sweep.py",
     "lab/test_check_budget.py",
     "runtime/test_netns_hostile.py",

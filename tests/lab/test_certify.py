@@ -8,14 +8,13 @@ rounds turn it off."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import json
 from typing import Any
 
 import pytest
-from lab_traces import MS, MUTATIONS, _row, clean_trace, renumber, to_table
+from lab_traces import MS, _row, clean_trace, renumber, to_table
 
 from ringcast.lab.checks import certify
 from ringcast.lab.checks import run_checks as _run_checks
@@ -32,7 +31,7 @@ run_checks = functools.partial(_run_checks, screen=NOT_CERTIFIED)
 ROUNDS = ("view_agreement", *certify.CERTIFIED)
 """The properties the tests of the rounds check: one that reads no delivery (the first
 round) and the certificate's three (the second). Every property's exact check is
-tested over the corruption catalogue (``test_checks.py``, ``test_reference.py``)."""
+tested over the corruption catalogue (``test_reference.py``)."""
 rounds_checks = functools.partial(_run_checks, screen=False, properties=ROUNDS)
 """For the tests of the rounds: every run of :data:`ROUNDS` goes to them."""
 
@@ -195,49 +194,6 @@ def _agree(frame: Any, claims: dict[str, Any], examples: int) -> list[Any]:
     assert {p: o for p, o in _outcome(fast).items() if p in READS_DELIVERIES} == _outcome(exact)
     assert all(r.runs_certified == 0 for r in exact)
     return fast
-
-
-def test_certified_and_exact_checks_agree(shapes: Any) -> None:
-    claims = {RUN_SCOPED: PROPERTIES}
-    by = {r.property: r for r in _agree(shapes, claims, 100)}
-    for name in ("total_order", "fifo", "integrity"):
-        assert by[name].runs_certified == 1  # the clean run alone
-    for name, (_, broken) in SHAPES.items():
-        hit = {p for p, r in by.items() if any(c["run"] == name for c in r.counterexamples)}
-        assert hit == broken, name
-
-
-def test_every_corruption_agrees_with_and_without_certificate(spark: Any) -> None:
-    """The lab's corruption catalogue, total order scoped to the run and (Totem) to a
-    configuration: the same verdicts with the certificate as without, and with the
-    screen in front of both (``tests/lab/test_screen.py``) as without either. Both
-    scopes are checked in one pass, each corrupted run named by its scope."""
-    from ringcast.lab.checks import screen
-
-    frames = []
-    for protocol in (RUN_SCOPED, "totem"):
-        rows = clean_trace(f"{protocol}:clean")
-        for name, (fn, _) in MUTATIONS.items():
-            rows += fn(clean_trace(f"{protocol}:m:{name}"))[0]
-        frames.append(_frame(spark, copy.deepcopy(rows), protocol))
-    frame = frames[0].unionByName(frames[1])
-    claims = {RUN_SCOPED: PROPERTIES, "totem": PROPERTIES}
-    plain = _run_checks(frame, overrides=claims, examples=1000, certify=False)
-    certified = run_checks(frame, overrides=claims, examples=1000, properties=READS_DELIVERIES)
-    screened = _run_checks(frame, overrides=claims, examples=1000)
-    assert _outcome(certified) == {
-        p: o for p, o in _outcome(plain).items() if p in READS_DELIVERIES
-    }
-    assert _outcome(screened) == _outcome(plain)
-    assert all(r.runs_certified == r.runs_screened == 0 for r in plain)
-    by = {r.property: r for r in screened}
-    for name in screen.SCREENS:  # the clean runs cleared, at least
-        assert by[name].runs_screened >= 2 or not by[name].runs_checked, name
-    # every corruption is found in both scopes
-    for name, (_, prop) in MUTATIONS.items():
-        for protocol in (RUN_SCOPED, "totem"):
-            run = f"{protocol}:m:{name}"
-            assert any(c["run"] == run for c in by[prop].counterexamples), (run, prop)
 
 
 def test_view_scoped_protocols_are_certified_too(spark: Any) -> None:

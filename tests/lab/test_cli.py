@@ -23,7 +23,7 @@ from ringcast.lab.session import check_java, java_version, parse_java_version
 from ringcast.lab.spacetime import run_file_name
 
 ROOT = Path(__file__).resolve().parents[2]
-# two properties keep each check short; the full suite is test_checks.py's business
+# two properties keep each check short; the full suite is test_reference.py's business
 CLAIMS = ["--protocol", "totem", "--claims", "totem=total_order+integrity"]
 
 

@@ -5,8 +5,8 @@ screen gives exactly the results of the exact checks alone.
 The screen runs on one run's rows in plain Python, so most of this needs no Spark:
 each corruption of the lab's catalogue (``lab_traces.MUTATIONS``) must be flagged for
 the property it breaks, and the clean run for none. The whole check with and without
-the screen is compared over the catalogue by ``tests/lab/test_certify.py``, and over
-every bundled scenario by ``tests/lab/test_reference.py``."""
+the screen is compared over the catalogue and over every bundled scenario by
+``tests/lab/test_reference.py``."""
 
 from __future__ import annotations
 
