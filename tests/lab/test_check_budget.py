@@ -14,8 +14,10 @@ deliveries): the pairs are formed between the classes of nodes that delivered al
 
 from __future__ import annotations
 
+import functools
 import random
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import pytest
 from lab_traces import _row, renumber, to_table
@@ -81,9 +83,13 @@ def _walk(node: Any, out: list[tuple[str, int]]) -> list[tuple[str, int]]:
     return out
 
 
-def rows_out(df: Any) -> list[tuple[str, int]]:
-    df.collect()
-    return _walk(df._jdf.queryExecution().executedPlan(), [])
+class Measured(NamedTuple):
+    rows: list[Any]
+    """The property's violations, collected."""
+    ops: list[tuple[str, int]]
+    """(operator, rows out) of every operator of the executed plan."""
+    plan: str
+    """The executed plan, as Spark prints it."""
 
 
 @pytest.fixture(scope="module")
@@ -95,41 +101,46 @@ def trace(spark: Any) -> Any:
     return frame.withColumn("scenario", F.lit("synthetic")).cache()
 
 
+@pytest.fixture(scope="module")
+def measure(trace: Any) -> Callable[[str], Measured]:
+    """Each property's violations on :func:`trace`, queried once for all the tests
+    that read them."""
+
+    @functools.cache
+    def measured(name: str) -> Measured:
+        ctx = CheckContext(trace=trace)
+        try:
+            df = CHECKS[name].violations(ctx, frozenset({"raincore"}))
+            rows = df.collect()
+            plan = df._jdf.queryExecution().executedPlan()
+            return Measured(rows, _walk(plan, []), plan.toString())
+        finally:
+            ctx.close()
+
+    return measured
+
+
 @pytest.mark.parametrize("name", sorted(CHECKS))
 def test_no_operator_puts_out_more_than_a_few_rows_per_trace_row(
-    spark: Any, trace: Any, name: str
+    trace: Any, measure: Callable[[str], Measured], name: str
 ) -> None:
     n = trace.count()
-    ctx = CheckContext(trace=trace)
-    try:
-        ops = rows_out(CHECKS[name].violations(ctx, frozenset({"raincore"})))
-    finally:
-        ctx.close()
+    ops = measure(name).ops
     worst = max(ops, key=lambda o: o[1], default=("nothing", 0))
     assert worst[1] <= BUDGET * n, (name, worst, n)
 
 
-def test_the_broken_run_is_found(spark: Any, trace: Any) -> None:
-    ctx = CheckContext(trace=trace)
-    try:
-        bad = CHECKS["total_order"].violations(ctx, frozenset({"raincore"})).collect()
-    finally:
-        ctx.close()
+def test_the_broken_run_is_found(measure: Callable[[str], Measured]) -> None:
+    bad = measure("total_order").rows
     assert {r["run"] for r in bad} == {"bad"}
     assert all("n042" in r["nodes"] for r in bad)
     assert len({r["nodes"][0] if r["nodes"][0] != "n042" else r["nodes"][1] for r in bad}) > 90
 
 
-def test_merge_atomicity_plans_its_merges_once(spark: Any, trace: Any) -> None:
+def test_merge_atomicity_plans_its_merges_once(measure: Callable[[str], Measured]) -> None:
     """merge_atomicity reads its merges on four branches of its plan; they are a local
     checkpoint (``CheckContext.shared``), so the branches start from its rows instead
     of each repeating the merges' lineage. On this trace the executed plan had 190
     broadcast joins when the lineage was repeated, and has 7."""
-    ctx = CheckContext(trace=trace)
-    try:
-        df = CHECKS["merge_atomicity"].violations(ctx, frozenset({"raincore"}))
-        df.collect()
-        plan = df._jdf.queryExecution().executedPlan().toString()
-    finally:
-        ctx.close()
+    plan = measure("merge_atomicity").plan
     assert plan.count("BroadcastHashJoin") <= 20, plan.count("BroadcastHashJoin")
