@@ -272,34 +272,6 @@ def test_standalone_cluster_gives_the_local_results(
     assert f"checks on Spark master {spark_cluster.master}" in html
 
 
-def test_spark_submit_gives_the_local_results(
-    spark_cluster: LocalCluster,
-    executor_python: tuple[Path, Path],
-    sweep_file: Path,
-    local_run: tuple[Path, str],
-) -> None:
-    """``spark-submit`` of the lab's driver program to the standalone master (client
-    mode): the session keeps the submitted master, ships ringcast, and the sweep is
-    the local one."""
-    python, _starts = executor_python
-    cwd = sweep_file.parent / "submitted"
-    cmd = [
-        str(spark_home() / "bin" / "spark-submit"),
-        "--master", spark_cluster.master,
-        "--driver-memory", "1g",
-        *CLUSTER_CONF,
-        "--conf", f"spark.pyspark.python={python}",
-        "--conf", f"spark.pyspark.driver.python={sys.executable}",
-        ringcast.lab.driver.__file__,
-        "lab", "sweep", str(sweep_file), "--out", "out", "--partitions", "6", "-q",
-    ]  # fmt: skip
-    out, err = _finish(_spawn(cwd, cmd, _env()))
-    said = out + err  # spark-submit merges the driver program's stderr into its stdout
-    assert f"ringcast lab: Spark master {spark_cluster.master}: 2 executors, 2 cores" in said
-    assert "ringcast lab: shipped ringcast-" in said
-    assert_same_results(cwd / "out", local_run[0], checked=False)
-
-
 @pytest.fixture(scope="module")
 def connect_server(
     tmp_path_factory: pytest.TempPathFactory, executor_python: tuple[Path, Path]
@@ -337,20 +309,32 @@ def _committed_tasks(out: Path) -> int:
     return len(list((out / "traces" / "_temporary").glob("*/task_*")))
 
 
-def test_zz_a_worker_killed_mid_sweep_loses_no_run(
+def test_zz_spark_submit_with_a_worker_killed_mid_sweep_gives_the_local_results(
     spark_cluster: LocalCluster,
     executor_python: tuple[Path, Path],
     sweep_file: Path,
     local_run: tuple[Path, str],
 ) -> None:
-    """``kill -9`` of one worker's JVM once the sweep has committed a task and before
-    it ends: its executor goes with it, its tasks are run again on the other worker,
-    and the traces and run table are those of the undisturbed sweep (no run lost or
+    """``spark-submit`` of the lab's driver program to the standalone master (client
+    mode): the session keeps the submitted master and ships ringcast. ``kill -9`` of
+    one worker's JVM once the sweep has committed a task and before it ends: its
+    executor goes with it, its tasks are run again on the other worker, and the traces
+    and run table are those of the undisturbed sweep on ``local[2]`` (no run lost or
     written twice). Runs last: the cluster has one worker after it."""
-    cwd = sweep_file.parent / "killed"
+    python, _starts = executor_python
+    cwd = sweep_file.parent / "submitted"
     out = cwd / "out"
-    args = ["sweep", str(sweep_file), "--out", "out", "--partitions", "6", "-q"]
-    proc = _lab(cwd, *args, *_cluster_args(spark_cluster, executor_python[0]))
+    cmd = [
+        str(spark_home() / "bin" / "spark-submit"),
+        "--master", spark_cluster.master,
+        "--driver-memory", "1g",
+        *CLUSTER_CONF,
+        "--conf", f"spark.pyspark.python={python}",
+        "--conf", f"spark.pyspark.driver.python={sys.executable}",
+        ringcast.lab.driver.__file__,
+        "lab", "sweep", str(sweep_file), "--out", "out", "--partitions", "6", "-q",
+    ]  # fmt: skip
+    proc = _spawn(cwd, cmd, _env())
     try:
         deadline = time.monotonic() + RUN_TIMEOUT
         while _committed_tasks(out) == 0 and proc.poll() is None:
@@ -362,11 +346,14 @@ def test_zz_a_worker_killed_mid_sweep_loses_no_run(
         committed = _committed_tasks(out)
         assert committed < 6
         spark_cluster.kill("worker1")
-        _finish(proc)
+        stdout, stderr = _finish(proc)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+    said = stdout + stderr  # spark-submit merges the driver program's stderr into its stdout
+    assert f"ringcast lab: Spark master {spark_cluster.master}: 2 executors, 2 cores" in said
+    assert "ringcast lab: shipped ringcast-" in said
     assert (out / "traces" / "_SUCCESS").exists()
     assert_same_results(out, local_run[0], checked=False)
     runs = ds.dataset(out / "traces", format="parquet", partitioning="hive").to_table(["run"])
