@@ -507,3 +507,60 @@ def test_retransmissions_back_off_up_to_rto_max() -> None:
     assert [type(e) for e in up] == [SendFailed]  # after the sixth try's wait
     with pytest.raises(ValueError, match="rto_max"):
         ReliableUnicast("A", rto=10 * ms, max_tries=6, storage={}, rto_max=5 * ms)
+
+
+def _timer_waits(effects: list[Effect]) -> list[int]:
+    return [e.delay for e in effects if isinstance(e, SetTimer)]
+
+
+def test_an_adaptive_timeout_follows_a_slow_peers_round_trips() -> None:
+    """With ``rto_ceiling`` a frame sent once and acked measures the round trip (RFC 6298):
+    a peer that takes 15 ms to ack is waited for srtt + 4 x rttvar = 45 ms before a
+    retransmission, not the 10 ms of ``rto``; a peer quicker than ``rto`` keeps it."""
+    ms = 1_000_000
+    r = ReliableUnicast("A", rto=10 * ms, max_tries=3, storage={}, rto_ceiling=100 * ms)
+    assert _timer_waits(r.send("B", 0, now=0)) == [10 * ms]
+    r.on_ack("B", RtAck(r.incarnation, 1, 1), now=15 * ms)
+    assert r.peer_rto("B") == 45 * ms
+    assert _timer_waits(r.send("B", 1, now=20 * ms)) == [45 * ms]
+    _, effects = r.on_timer(TIMER + "B")  # no ack within 45 ms: retransmitted
+    assert _timer_waits(effects) == [45 * ms]
+    assert len([e for e in effects if isinstance(e, Send)]) == 1
+    # Karn's rule: the ack of a retransmitted frame measures nothing.
+    r.on_ack("B", RtAck(r.incarnation, 2, 1), now=300 * ms)
+    assert r.peer_rto("B") == 45 * ms
+    # A round trip above the ceiling: the wait stops at rto_ceiling.
+    r.send("B", 2, now=400 * ms)
+    r.on_ack("B", RtAck(r.incarnation, 3, 1), now=900 * ms)
+    assert r.peer_rto("B") == 100 * ms
+    # A peer quicker than rto is retransmitted to after rto, as without adaptation.
+    assert _timer_waits(r.send("C", 0, now=0)) == [10 * ms]
+    r.on_ack("C", RtAck(r.incarnation, 1, 1), now=1 * ms)
+    assert r.peer_rto("C") == 10 * ms
+    with pytest.raises(ValueError, match="rto_ceiling"):
+        ReliableUnicast("A", rto=10 * ms, max_tries=3, storage={}, rto_ceiling=5 * ms)
+
+
+def test_an_adaptive_timeout_still_fails_on_delivery_after_max_tries() -> None:
+    """A peer that stops answering is given up after ``max_tries`` transmissions, each
+    waited for the peer's current timeout."""
+    ms = 1_000_000
+    r = ReliableUnicast("A", rto=10 * ms, max_tries=3, storage={}, rto_ceiling=100 * ms)
+    r.send("B", 0, now=0)
+    r.on_ack("B", RtAck(r.incarnation, 1, 1), now=20 * ms)  # srtt 20, rttvar 10: 60 ms
+    waits = _timer_waits(r.send("B", "token", now=30 * ms))
+    up: list[Event] = []
+    for _ in range(3):
+        up, effects = r.on_timer(TIMER + "B")
+        waits += _timer_waits(effects)
+    assert waits == [60 * ms, 60 * ms, 60 * ms]
+    assert [type(e) for e in up] == [SendFailed]
+
+
+def test_without_a_ceiling_the_timeout_does_not_adapt() -> None:
+    ms = 1_000_000
+    r = ReliableUnicast("A", rto=10 * ms, max_tries=3, storage={})
+    r.send("B", 0, now=0)
+    r.on_ack("B", RtAck(r.incarnation, 1, 1), now=50 * ms)
+    assert r.peer_rto("B") == 10 * ms
+    assert _timer_waits(r.send("B", 1, now=60 * ms)) == [10 * ms]

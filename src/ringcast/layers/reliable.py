@@ -43,6 +43,17 @@ so a token or a control message goes out at once whatever the window; the window
 stops the application from queueing without bound (docs/protocols/tribes.md, decision
 20).
 
+With ``rto_ceiling`` (Tribes'), the wait before a retransmission adapts to each peer
+as TCP's does (RFC 6298, section 2, and Karn's rule): the layer times one frame at a
+time per peer, from its first transmission to the ack that covers it, never a frame
+that was retransmitted, keeps a smoothed round-trip time and its variation, and waits
+``srtt + 4 * rttvar``, never less than ``rto`` nor more than ``rto_ceiling``. A peer
+that acks within ``rto`` is retransmitted to as before; a peer the scheduler keeps
+busy (its acks queued behind its own load) is given the time it takes, instead of
+its whole window again every ``rto``, which would only lengthen its queue (docs/
+protocols/tribes.md, decision 26). Failure-on-delivery still comes after
+``max_tries`` transmissions without progress, each wait the peer's current one.
+
 What the Raincore paper leaves open, decided here against frames no honest sender produces (a
 member's corrupted or hostile frame that passed authentication; docs/protocols/raincore.md,
 "The Transport Manager against frames it should never see"):
@@ -139,6 +150,14 @@ class _Outbound:
     """seq -> (payload, dst_incarnation it was sent with), in seq order."""
     tries: int = 0  # transmissions of the oldest unacked frame without progress
     network: int | None = None
+    # With an adaptive timeout (rto_ceiling): the peer's wait before a retransmission
+    # (0: the layer's rto), the smoothed round-trip time and its variation (0: no
+    # sample yet), and the frame being timed (-1: none) with its first transmission.
+    rto: int = 0
+    srtt: int = 0
+    rttvar: int = 0
+    timed: int = -1
+    timed_at: int = 0
 
 
 @dataclass
@@ -169,6 +188,7 @@ class ReliableUnicast:
         storage: dict[str, bytes],
         window: int | None = None,
         rto_max: int | None = None,
+        rto_ceiling: int | None = None,
     ):
         if rto <= 0:
             raise ValueError("rto must be positive")
@@ -178,6 +198,10 @@ class ReliableUnicast:
             raise ValueError("max_tries must be at least 1")
         if window is not None and window < 2:
             raise ValueError("window must be at least 2")
+        if rto_ceiling is not None and rto_ceiling < rto:
+            raise ValueError("rto_ceiling must be at least rto")
+        self.rto_ceiling = rto_ceiling
+        """The adaptive timeout's upper bound (None: no adaptation, ``rto`` throughout)."""
         self.window = window
         self.blocked = False
         """Whether this layer has the application held (``Backpressure(True)`` emitted)."""
@@ -195,9 +219,27 @@ class ReliableUnicast:
         """The highest incarnation of each peer heard of (its data frames and acks)."""
         self.retransmissions = 0
 
-    def wait(self, tries: int) -> int:
-        """How long to wait for an ack after the ``tries``-th transmission (ns)."""
-        return min(self.rto_max, self.rto << min(tries - 1, 32))
+    def wait(self, tries: int, rto: int = 0) -> int:
+        """How long to wait for an ack after the ``tries``-th transmission (ns), from a
+        peer whose adaptive timeout is ``rto`` (0: the layer's)."""
+        rto = rto or self.rto
+        return min(max(self.rto_max, rto), rto << min(tries - 1, 32))
+
+    def _sample(self, ob: _Outbound, rtt: int) -> None:
+        """One round-trip time measured to a peer: RFC 6298's update of its timeout."""
+        if ob.srtt == 0:
+            ob.srtt, ob.rttvar = rtt, rtt // 2
+        else:
+            ob.rttvar += (abs(ob.srtt - rtt) - ob.rttvar) // 4
+            ob.srtt += (rtt - ob.srtt) // 8
+        ceiling = self.rto_ceiling
+        assert ceiling is not None
+        ob.rto = min(ceiling, max(self.rto, ob.srtt + 4 * ob.rttvar))
+
+    def peer_rto(self, dst: NodeId) -> int:
+        """The wait before the first retransmission to ``dst`` now (ns)."""
+        ob = self._out.get(dst)
+        return ob.rto or self.rto if ob is not None else self.rto
 
     @property
     def budget(self) -> int:
@@ -216,12 +258,12 @@ class ReliableUnicast:
             if type(msg) is RtData:
                 return self.on_data(event.src, msg, event.network, now)
             if type(msg) is RtAck:
-                return self.on_ack(event.src, msg)
+                return self.on_ack(event.src, msg, now)
         return [event], []
 
     def down(self, effect: Effect, now: int) -> tuple[list[Event], list[Effect]]:
         if type(effect) is Send and effect.reliable:
-            return [], self.send(effect.dst, effect.msg, effect.network)
+            return [], self.send(effect.dst, effect.msg, effect.network, now)
         return [], [effect]
 
     def timer(self, name: str, now: int) -> tuple[list[Event], list[Effect]]:
@@ -229,7 +271,9 @@ class ReliableUnicast:
 
     # -- sending
 
-    def send(self, dst: NodeId, payload: Any, network: int | None = None) -> list[Effect]:
+    def send(
+        self, dst: NodeId, payload: Any, network: int | None = None, now: int = 0
+    ) -> list[Effect]:
         ob = self._out.get(dst)
         if ob is None:
             ob = self._out[dst] = _Outbound()
@@ -244,9 +288,11 @@ class ReliableUnicast:
         effects: list[Effect] = [
             Send(dst, RtData(self.incarnation, seq, base, payload, dst_inc), network)
         ]
+        if self.rto_ceiling is not None and ob.timed < 0:
+            ob.timed, ob.timed_at = seq, now
         if was_idle:
             ob.tries = 1
-            effects.append(SetTimer(TIMER_PREFIX + dst, self.rto))
+            effects.append(SetTimer(TIMER_PREFIX + dst, ob.rto or self.rto))
         if self.window is not None and not self.blocked and len(unacked) >= self.window:
             self.blocked = True
             effects.append(Backpressure(True))
@@ -274,9 +320,11 @@ class ReliableUnicast:
             failed = [p for p, _ in ob.unacked.values()]
             ob.unacked.clear()
             ob.tries = 0
+            ob.timed = -1
             up: list[Event] = [SendFailed(dst, p) for p in failed]
             return up, [Record.of("send_failed", dst=dst, messages=len(failed)), *self._release()]
         ob.tries += 1
+        ob.timed = -1  # Karn: an ack of a retransmitted frame times nothing
         base = self._base(ob)
         effects: list[Effect] = []
         for seq, (payload, dst_inc) in ob.unacked.items():
@@ -285,7 +333,7 @@ class ReliableUnicast:
             frame = RtData(self.incarnation, seq, base, payload, dst_inc)
             effects.append(Send(dst, frame, ob.network))
             self.retransmissions += 1
-        effects.append(SetTimer(name, self.wait(ob.tries)))
+        effects.append(SetTimer(name, self.wait(ob.tries, ob.rto)))
         return [], effects
 
     # -- receiving
@@ -357,7 +405,7 @@ class ReliableUnicast:
         effects.append(Send(src, RtAck(ib.incarnation, ib.expected, self.incarnation), network))
         return up, effects
 
-    def on_ack(self, src: NodeId, ack: RtAck) -> tuple[list[Event], list[Effect]]:
+    def on_ack(self, src: NodeId, ack: RtAck, now: int = 0) -> tuple[list[Event], list[Effect]]:
         acker_incarnation, next_seq = ack.acker_incarnation, ack.next_seq
         if acker_incarnation < 1:
             return [], [Record.of("drop", reason="implausible_rtack", src=src)]
@@ -370,6 +418,9 @@ class ReliableUnicast:
         acked = [s for s in unacked if s < next_seq]
         if not acked:
             return [], []
+        if 0 <= ob.timed < next_seq:
+            self._sample(ob, now - ob.timed_at)
+            ob.timed = -1
         up: list[Event] = []
         for seq in acked:
             payload, dst_inc = unacked.pop(seq)
@@ -386,7 +437,7 @@ class ReliableUnicast:
             effects.append(CancelTimer(TIMER_PREFIX + src))
         else:
             ob.tries = 1
-            effects.append(SetTimer(TIMER_PREFIX + src, self.rto))
+            effects.append(SetTimer(TIMER_PREFIX + src, ob.rto or self.rto))
         if self.blocked:
             effects += self._release()
         return up, effects
@@ -396,3 +447,4 @@ class ReliableUnicast:
         ob = self._out.get(dst)
         if ob is not None:
             ob.unacked.clear()
+            ob.timed = -1

@@ -89,6 +89,9 @@ def make_tribes(ctx: MachineContext) -> Machine:
         max_tries=int(s["max_tries"]),
         storage=dict(ctx.storage),
         window=int(s["window"]),
+        # Decision 26: the wait before a retransmission adapts to the peer's round
+        # trips, up to the election's own timeout.
+        rto_ceiling=max(int(s["rto"]), int(s["wait_for_coord_msg_timeout"])),
     )
     return Stack(machine, reliable=reliable)
 
