@@ -128,6 +128,24 @@ CORRUPTIONS: dict[str, Callable[[Rows, random.Random], Rows]] = {
 }
 
 
+def _counts(result: Any, protocols: Iterable[str] | None = None) -> dict[str, Any]:
+    """Runs checked and violations of each of ``protocols`` (default: every one)."""
+    return {
+        p: (e["runs_checked"], e.get("violations", 0))
+        for p, e in result.protocols.items()
+        if protocols is None or p in protocols
+    }
+
+
+def _examples(result: Any, runs: str | tuple[str, ...] = "") -> list[tuple[Any, ...]]:
+    """The counterexamples of the runs whose names start with ``runs``, sorted."""
+    return sorted(
+        (c["run"], c["t"], c["note"], tuple(c["nodes"]), tuple(c["msgs"]))
+        for c in result.counterexamples
+        if c["run"].startswith(runs)
+    )
+
+
 def _outcome(results: Iterable[Any]) -> dict[str, Any]:
     return {
         r.property: (
@@ -135,11 +153,8 @@ def _outcome(results: Iterable[Any]) -> dict[str, Any]:
             r.runs_checked,
             r.runs_violated,
             r.violations,
-            {p: (e["runs_checked"], e.get("violations", 0)) for p, e in r.protocols.items()},
-            sorted(
-                (c["run"], c["t"], c["note"], tuple(c["nodes"]), tuple(c["msgs"]))
-                for c in r.counterexamples
-            ),
+            _counts(r),
+            _examples(r),
         )
         for r in results
     }
@@ -238,18 +253,8 @@ def checked(spark: Any, traces: tuple[Path, dict[str, str], Targets]) -> Checked
 def _synthetic(results: Iterable[Any]) -> dict[str, Any]:
     """:func:`_outcome` of the synthetic runs alone: the counts of the protocols that
     have no other runs, and the counterexamples of the synthetic runs."""
-    return {
-        r.property: (
-            {p: (e["runs_checked"], e.get("violations", 0))
-             for p, e in r.protocols.items() if p in (RUN_SCOPED, STEADY)},
-            sorted(
-                (c["run"], c["t"], c["note"], tuple(c["nodes"]), tuple(c["msgs"]))
-                for c in r.counterexamples
-                if c["run"].startswith((*(f"{p}:" for p in SCOPES), "shape:"))
-            ),
-        )
-        for r in results
-    }  # fmt: skip
+    runs = (*(f"{p}:" for p in SCOPES), "shape:")
+    return {r.property: (_counts(r, (RUN_SCOPED, STEADY)), _examples(r, runs)) for r in results}
 
 
 def _runs(result: Any, prefix: str) -> set[str]:

@@ -236,10 +236,15 @@ class ReliableUnicast:
         assert ceiling is not None
         ob.rto = min(ceiling, max(self.rto, ob.srtt + 4 * ob.rttvar))
 
+    def _first_wait(self, ob: _Outbound) -> int:
+        """The wait before the first retransmission to ``ob``'s peer (ns): its adaptive
+        timeout, else the layer's ``rto``."""
+        return ob.rto or self.rto
+
     def peer_rto(self, dst: NodeId) -> int:
         """The wait before the first retransmission to ``dst`` now (ns)."""
         ob = self._out.get(dst)
-        return ob.rto or self.rto if ob is not None else self.rto
+        return self.rto if ob is None else self._first_wait(ob)
 
     @property
     def budget(self) -> int:
@@ -292,7 +297,7 @@ class ReliableUnicast:
             ob.timed, ob.timed_at = seq, now
         if was_idle:
             ob.tries = 1
-            effects.append(SetTimer(TIMER_PREFIX + dst, ob.rto or self.rto))
+            effects.append(SetTimer(TIMER_PREFIX + dst, self._first_wait(ob)))
         if self.window is not None and not self.blocked and len(unacked) >= self.window:
             self.blocked = True
             effects.append(Backpressure(True))
@@ -437,7 +442,7 @@ class ReliableUnicast:
             effects.append(CancelTimer(TIMER_PREFIX + src))
         else:
             ob.tries = 1
-            effects.append(SetTimer(TIMER_PREFIX + src, ob.rto or self.rto))
+            effects.append(SetTimer(TIMER_PREFIX + src, self._first_wait(ob)))
         if self.blocked:
             effects += self._release()
         return up, effects
