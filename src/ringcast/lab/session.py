@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ringcast.lab.classcache import jvm_option
 from ringcast.lab.errors import LabError
 from ringcast.lab.ship import Shipped, ship
 
@@ -164,7 +165,8 @@ def spark_session(
     ``shuffle_partitions`` defaults to twice the cores (at least 2); ``conf`` adds
     any other Spark settings; the driver gets ``RINGCAST_DRIVER_MEMORY`` (default 4g),
     which in local mode is the executors' memory too. The JVMs run with
-    :data:`JVM_OPTIONS`, Spark keeps 2000 generated classes instead of 100 and
+    :data:`JVM_OPTIONS`, the driver's with the class archive when there is one
+    (:mod:`ringcast.lab.classcache`), Spark keeps 2000 generated classes instead of 100 and
     schedules jobs fairly between pools (the checks run some beside the certificate's;
     all three measured in ``docs/benchmarks.md``). Raises ``LabError`` when Java is missing or
     too old.
@@ -205,7 +207,9 @@ def spark_session(
     settings = {
         "spark.ui.enabled": "true" if ui else "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.level=ERROR {JVM_OPTIONS}",
+        "spark.driver.extraJavaOptions": " ".join(
+            o for o in ("-Dlog4j2.level=ERROR", JVM_OPTIONS, jvm_option()) if o
+        ),
         "spark.executor.extraJavaOptions": JVM_OPTIONS,
         "spark.driver.memory": os.environ.get("RINGCAST_DRIVER_MEMORY", "4g"),
         # one lab check plans a few hundred distinct stages: with Spark's default of
