@@ -147,9 +147,11 @@ def _exercise(spark: object) -> None:
 def _remove_stale(directory: Path) -> None:
     """Temporary archives of builds that did not finish (their process is gone), and
     archives of Spark installations that no longer exist."""
+    from ringcast.runtime.cluster import pid_alive
+
     for tmp in directory.glob("spark-*.jsa.*.tmp"):
         pid = tmp.name.rsplit(".", 2)[-2]
-        if not pid.isdigit() or not _alive(int(pid)):
+        if not pid.isdigit() or not pid_alive(int(pid)):
             tmp.unlink(missing_ok=True)
     for meta in directory.glob("spark-*.json"):
         try:
@@ -159,16 +161,6 @@ def _remove_stale(directory: Path) -> None:
         if not spark.exists():
             meta.with_suffix(".jsa").unlink(missing_ok=True)
             meta.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def main() -> int:

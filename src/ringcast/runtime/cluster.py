@@ -162,7 +162,7 @@ def cluster_up(
     up, for comparison), and wait until each is ready (:func:`await_ready`;
     ``ready_timeout`` 0: do not wait for that, only for the gate, up to
     :data:`READY_TIMEOUT_S`); return ``{node_id: pid}``."""
-    if (directory / PIDS).exists() and any(_alive(p) for p in read_pids(directory).values()):
+    if (directory / PIDS).exists() and any(pid_alive(p) for p in read_pids(directory).values()):
         raise RuntimeError(f"{directory}: a cluster is running there (ringcast cluster down first)")
     config = write_cluster(
         directory, nodes=nodes, protocol=protocol, app_members=app_members, settings=settings
@@ -274,7 +274,9 @@ def read_pids(directory: Path) -> dict[str, int]:
         raise RuntimeError(f"{directory}: no {PIDS} (no cluster started there)") from None
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs (one of another user's counts; a zombie child of
+    ours does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -301,9 +303,9 @@ def cluster_down(directory: Path, *, timeout: float = 10.0) -> dict[str, str]:
             result[nid] = "not running"
     deadline = time.monotonic() + timeout
     for nid, pid in pids.items():
-        while _alive(pid) and time.monotonic() < deadline:
+        while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if _alive(pid):
+        if pid_alive(pid):
             os.kill(pid, signal.SIGKILL)
             result[nid] = "killed"
     (directory / PIDS).unlink(missing_ok=True)
