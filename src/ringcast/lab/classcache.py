@@ -27,9 +27,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 """HotSpot's class-sharing log off: it lists every class it leaves out of an archive."""
@@ -41,8 +44,9 @@ def cache_dir() -> Path:
 
 
 def _java() -> Path | None:
-    home = os.environ.get("JAVA_HOME")
-    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    from ringcast.lab.session import java_path
+
+    java = java_path()
     return Path(java).resolve() if java and Path(java).exists() else None
 
 
@@ -82,6 +86,7 @@ def build() -> Path | None:
     a process without a SparkSession of its own yet."""
     from pyspark import SparkContext
 
+    from ringcast.lab.localcluster import spark_home
     from ringcast.lab.session import JVM_OPTIONS, spark_session
 
     final = archive_path()
@@ -110,25 +115,18 @@ def build() -> Path | None:
         tmp.unlink(missing_ok=True)
         return None
     final.with_suffix(".json").write_text(
-        json.dumps({"java": str(_java()), "spark": _spark_home_str()}) + "\n"
+        json.dumps({"java": str(_java()), "spark": str(spark_home())}) + "\n"
     )
     os.replace(tmp, final)
     return final
 
 
-def _spark_home_str() -> str:
-    from ringcast.lab.localcluster import spark_home
-
-    return str(spark_home())
-
-
-def _exercise(spark: object) -> None:
+def _exercise(spark: SparkSession) -> None:
     """A few small queries of the kinds the lab runs (a window, an aggregation, a
     join, a sort, Arrow to pandas), so that the classes they load are archived."""
-    from pyspark.sql import SparkSession, Window
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    assert isinstance(spark, SparkSession)
     df = spark.range(2000).select(
         (F.col("id") % 7).alias("run"),
         F.col("id").alias("i"),

@@ -37,15 +37,18 @@ MIN_JAVA = 17
 DEFAULT_MASTER = "local[*]"
 
 
-def java_version(java: str | None = None) -> int:
-    """The major version of the Java runtime Spark will use; ``LabError`` if none works.
+def java_path() -> str | None:
+    """The Java runtime Spark will use: ``$JAVA_HOME/bin/java`` when ``JAVA_HOME`` is
+    set, else ``java`` on the ``PATH`` (None when there is neither)."""
+    home = os.environ.get("JAVA_HOME")
+    return str(Path(home) / "bin" / "java") if home else shutil.which("java")
 
-    The runtime is ``$JAVA_HOME/bin/java`` when ``JAVA_HOME`` is set, else ``java`` on
-    the ``PATH``.
-    """
+
+def java_version(java: str | None = None) -> int:
+    """The major version of the Java runtime Spark will use (:func:`java_path`);
+    ``LabError`` if none works."""
     if java is None:
-        home = os.environ.get("JAVA_HOME")
-        java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+        java = java_path()
     if not java or not Path(java).exists():
         raise LabError(
             f"Java not found: Spark needs Java {MIN_JAVA} or newer "
